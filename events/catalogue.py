@@ -1,0 +1,152 @@
+"""The event catalogue: every event type, its payload dataclass, version and upcasters.
+
+Each type is registered once. Decoding an older version runs the upcasters in order
+(v1 -> v2 -> ...), so projectors only ever see the current payload shape.
+
+Types registered so far:
+
+- ``agent.registered`` — an agent was registered: its main and ephemeral namespaces and the
+  sha256 of its API key (never the key itself). Rebuilds the key index on replay.
+- ``memory.committed`` — a finished memory (L1/L2/L3 by ``kind``) was stored, with the id the
+  handler generated and every field the agent gave or that was defaulted at the edge.
+- ``memory.deleted`` — a memory was soft-deleted (``is_deleted``); ``version`` is its new version.
+- ``recall.served`` — an audit record of one recall: the query, the namespaces searched, the
+  result ids and their scores. Appended asynchronously after the response.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from events.envelope import Event, UnknownPayload
+from events.errors import DecodeError, UnknownEventType
+
+Upcaster = Callable[[dict], dict]
+
+
+@dataclass(frozen=True, slots=True)
+class EventType:
+    name: str
+    version: int
+    payload: type
+    upcasters: dict[int, Upcaster] = field(default_factory=dict)  # from-version -> fn
+
+
+_BY_NAME: dict[str, EventType] = {}
+_BY_CLASS: dict[type, EventType] = {}
+
+
+def event_type(name: str, version: int = 1, upcasters: dict[int, Upcaster] | None = None):
+    """Class decorator registering a payload dataclass under a dotted event name."""
+
+    def register(cls: type) -> type:
+        if name in _BY_NAME:
+            raise ValueError(f"event type {name} registered twice")
+        et = EventType(name, version, cls, dict(upcasters or {}))
+        _BY_NAME[name] = et
+        _BY_CLASS[cls] = et
+        return cls
+
+    return register
+
+
+def lookup(name: str) -> EventType:
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise UnknownEventType(name) from None
+
+
+def known_types() -> list[str]:
+    return sorted(_BY_NAME)
+
+
+def new_event(payload: Any, *, ns: str, agent: str, by: str = "", cause: str = "") -> Event:
+    """Wrap a registered payload dataclass in an envelope (not yet placed in the log)."""
+    et = _BY_CLASS.get(type(payload))
+    if et is None:
+        raise UnknownEventType(type(payload).__name__)
+    return Event(type=et.name, data=payload, ns=ns, agent=agent, by=by, cause=cause, v=et.version)
+
+
+def payload_from_dict(name: str, version: int, raw: dict) -> Any:
+    """Build the current payload dataclass from a stored dict, upcasting old versions."""
+    et = _BY_NAME.get(name)
+    if et is None:
+        return UnknownPayload(raw)
+    data = raw
+    v = version
+    while v < et.version:
+        up = et.upcasters.get(v)
+        if up is None:
+            raise DecodeError(f"no upcaster for {name} v{v}")
+        data = up(data)
+        v += 1
+    if v > et.version:
+        # Written by a newer build: keep it, projectors skip it.
+        return UnknownPayload(raw)
+    names = {f.name for f in dataclasses.fields(et.payload)}
+    try:
+        return et.payload(**{k: val for k, val in data.items() if k in names})
+    except TypeError as exc:
+        raise DecodeError(f"bad payload for {name}: {exc}") from exc
+
+
+# --------------------------------------------------------------------------- payloads
+
+
+@event_type("agent.registered")
+@dataclass(frozen=True, slots=True)
+class AgentRegistered:
+    agent_id: str
+    agent_type: str
+    main_namespace: str
+    ephemeral_namespace: str
+    key_hash: str
+
+
+@event_type("memory.committed")
+@dataclass(frozen=True, slots=True)
+class MemoryCommitted:
+    memory_id: str
+    content: str
+    namespace: str
+    category: str
+    decay_class: str
+    tier: str = "normal"
+    kind: str = "L1"
+    source: str = "agent_inference"
+    tags: tuple[str, ...] = ()
+    depends_on: tuple[str, ...] = ()
+    derived_from: str = ""
+
+    def __post_init__(self) -> None:
+        # decoded JSON gives lists; keep payloads hashable and comparable
+        object.__setattr__(self, "tags", tuple(self.tags))
+        object.__setattr__(self, "depends_on", tuple(self.depends_on))
+
+
+@event_type("memory.deleted")
+@dataclass(frozen=True, slots=True)
+class MemoryDeleted:
+    memory_id: str
+    namespace: str
+    version: int
+    reason: str = ""
+
+
+@event_type("recall.served")
+@dataclass(frozen=True, slots=True)
+class RecallServed:
+    query: str
+    namespaces: tuple[str, ...]
+    result_ids: tuple[str, ...]
+    scores: tuple[float, ...]
+    top_k: int = 10
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "namespaces", tuple(self.namespaces))
+        object.__setattr__(self, "result_ids", tuple(self.result_ids))
+        object.__setattr__(self, "scores", tuple(self.scores))

@@ -1,0 +1,85 @@
+"""The only module that knows the wire format of an event in the stream.
+
+Stream entry fields (bytes): t type, v version, n namespace, a agent, b by, c cause,
+o origin, h hlc (added by the append script), d payload (orjson).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Mapping
+
+import orjson
+
+from events.catalogue import payload_from_dict
+from events.envelope import Event, UnknownPayload
+from events.errors import DecodeError
+
+
+def payload_to_dict(data: Any) -> dict:
+    if isinstance(data, UnknownPayload):
+        return data.raw
+    return {f.name: getattr(data, f.name) for f in dataclasses.fields(data)}
+
+
+def encode_payload(data: Any) -> bytes:
+    return orjson.dumps(payload_to_dict(data))
+
+
+def encode_fields(event: Event, origin: str) -> list[bytes]:
+    """Flat field/value list for XADD (the append script adds `h`)."""
+    return [
+        b"t", event.type.encode(),
+        b"v", str(event.v).encode(),
+        b"n", event.ns.encode(),
+        b"a", event.agent.encode(),
+        b"b", event.by.encode(),
+        b"c", event.cause.encode(),
+        b"o", origin.encode(),
+        b"d", encode_payload(event.data),
+    ]
+
+
+def _s(fields: Mapping[bytes, bytes], name: bytes) -> str:
+    val = fields.get(name)
+    return val.decode() if val is not None else ""
+
+
+def decode(position: str | bytes, fields: Mapping[bytes, bytes]) -> Event:
+    """Build an Event from one stream entry; unknown types keep their raw payload."""
+    if isinstance(position, bytes):
+        position = position.decode()
+    try:
+        etype = _s(fields, b"t")
+        version = int(fields.get(b"v") or 1)
+        raw = orjson.loads(fields.get(b"d") or b"{}")
+    except (ValueError, orjson.JSONDecodeError) as exc:
+        raise DecodeError(f"event {position}: {exc}") from exc
+    return Event(
+        type=etype,
+        data=payload_from_dict(etype, version, raw),
+        ns=_s(fields, b"n"),
+        agent=_s(fields, b"a"),
+        by=_s(fields, b"b"),
+        cause=_s(fields, b"c"),
+        v=version,
+        position=position,
+        hlc=_s(fields, b"h"),
+        origin=_s(fields, b"o"),
+    )
+
+
+def to_json_dict(event: Event) -> dict:
+    """A JSON-ready view of an event (event browser, APIs)."""
+    return {
+        "position": event.position,
+        "type": event.type,
+        "v": event.v,
+        "ns": event.ns,
+        "agent": event.agent,
+        "by": event.by,
+        "hlc": event.hlc,
+        "origin": event.origin,
+        "cause": event.cause,
+        "data": payload_to_dict(event.data),
+    }

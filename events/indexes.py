@@ -1,0 +1,53 @@
+"""Write-side indexes the gateway reads without waiting for a projection.
+
+They are derived from events exactly like projections (the append script applies
+`index_ops(event)` in the same atomic step as the XADD), so they can be rebuilt from the log.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from events import keys
+from events.catalogue import AgentRegistered, MemoryCommitted, MemoryDeleted
+from events.envelope import Event
+
+
+@dataclass(frozen=True, slots=True)
+class HSet:
+    key: str
+    mapping: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Guard:
+    """Append precondition: `field` of hash `key` equals `expected` (None: must be absent)."""
+
+    key: str
+    field: str
+    expected: str | None
+
+    @classmethod
+    def memory_version(cls, memory_id: str, version: int) -> "Guard":
+        return cls(keys.memory(memory_id), "version", str(version))
+
+    @classmethod
+    def absent(cls, key: str, field: str) -> "Guard":
+        return cls(key, field, None)
+
+
+def index_ops(event: Event) -> list[HSet]:
+    d = event.data
+    if isinstance(d, MemoryCommitted):
+        return [HSet(keys.memory(d.memory_id),
+                     {"version": "1", "ns": d.namespace, "agent": event.agent, "deleted": "0"})]
+    if isinstance(d, MemoryDeleted):
+        return [HSet(keys.memory(d.memory_id), {"version": str(d.version), "deleted": "1"})]
+    if isinstance(d, AgentRegistered):
+        return [
+            HSet(keys.agent(d.agent_id), {"main": d.main_namespace, "ephemeral": d.ephemeral_namespace,
+                                          "type": d.agent_type, "key": d.key_hash}),
+            HSet(keys.AGENT_KEYS, {d.key_hash: d.agent_id}),
+            HSet(keys.NAMESPACE_OWNERS, {d.main_namespace: d.agent_id, d.ephemeral_namespace: d.agent_id}),
+        ]
+    return []

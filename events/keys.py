@@ -1,0 +1,45 @@
+"""Every Redis key name zhiyi uses, in one place."""
+
+from __future__ import annotations
+
+PREFIX = "zhiyi:"
+
+STREAM = PREFIX + "events"
+"""The log: every event, in order. Never trimmed by the product."""
+
+HLC_STATE = PREFIX + "hlc"
+"""Hash {w, c}: the last wall ms and counter handed out by the append script."""
+
+CHECKPOINTS = PREFIX + "checkpoints"
+"""Hash projector name -> last applied position (published by the projection runner)."""
+
+AGENT_KEYS = PREFIX + "agent-keys"
+"""Hash sha256(api key) -> agent id. Write-side index, rebuilt by replay."""
+
+NAMESPACE_OWNERS = PREFIX + "ns-owners"
+"""Hash namespace -> owning agent id (main and ephemeral namespaces). Write-side index."""
+
+HEARTBEAT_PREFIX = PREFIX + "heartbeat:"
+
+
+def agent(agent_id: str) -> str:
+    """Hash of one registered agent: main, ephemeral, type, key."""
+    return f"{PREFIX}agent:{agent_id}"
+
+
+def memory(memory_id: str) -> str:
+    """Hash of one memory's write-side index: version, ns, agent, deleted."""
+    return f"{PREFIX}mem:{memory_id}"
+
+
+def idempotency(scope: str, key: str) -> str:
+    """Hash {f: fingerprint, r: result, p: positions} kept for the idempotency window."""
+    return f"{PREFIX}idem:{scope}:{key}"
+
+
+def heartbeat(instance_id: str) -> str:
+    return HEARTBEAT_PREFIX + instance_id
+
+
+INDEX_PATTERNS = (PREFIX + "agent:*", PREFIX + "mem:*")
+"""Patterns of the per-entity write-side index keys (for rebuilding them)."""

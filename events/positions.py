@@ -1,0 +1,44 @@
+"""Stream positions: Redis stream ids "ms-seq", compared as integer pairs, never as strings."""
+
+from __future__ import annotations
+
+import re
+
+_POSITION_RE = re.compile(r"^(\d{1,20})-(\d{1,20})$")
+
+ZERO = "0-0"
+
+
+def is_valid(position: str) -> bool:
+    return isinstance(position, str) and _POSITION_RE.match(position) is not None
+
+
+def parse(position: str) -> tuple[int, int]:
+    """'1700000000000-3' -> (1700000000000, 3). Raises ValueError for anything else."""
+    m = _POSITION_RE.match(position) if isinstance(position, str) else None
+    if m is None:
+        raise ValueError(f"not a stream position: {position!r}")
+    return int(m.group(1)), int(m.group(2))
+
+
+def key(position: str | None) -> tuple[int, int]:
+    """Sort key; None and '' sort before every real position."""
+    if not position:
+        return (-1, -1)
+    return parse(position)
+
+
+def later(a: str | None, b: str | None) -> str | None:
+    """The later of two positions (None counts as 'nothing yet')."""
+    return a if key(a) >= key(b) else b
+
+
+def reached(current: str | None, target: str | None) -> bool:
+    """True when `current` is at or past `target` (no target is always reached)."""
+    if not target:
+        return True
+    return key(current) >= key(target)
+
+
+def timestamp_ms(position: str) -> int:
+    return parse(position)[0]

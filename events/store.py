@@ -1,0 +1,273 @@
+"""The event store: the ONLY module that reads or writes the stream `zhiyi:events`.
+
+Appends go through one Lua script (`append.lua`) that atomically honours an idempotency
+key, checks guards (expected versions, absent keys), stamps each event with a hybrid
+logical clock from Redis TIME, XADDs it and updates the write-side indexes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import AsyncIterator, Sequence
+
+import structlog
+from redis.asyncio import Redis
+
+from events import keys, positions
+from events.codec import decode, encode_fields
+from events.envelope import Event
+from events.errors import GuardFailed, IdempotencyConflict, LogResetError
+from events.indexes import Guard, index_ops
+from events.replies import as_str, entries, hash_to_str
+
+log = structlog.get_logger(__name__)
+
+_SCRIPT = resources.files("events").joinpath("append.lua").read_text()
+IDEMPOTENCY_TTL_S = 24 * 3600
+
+
+@dataclass(frozen=True, slots=True)
+class Idempotency:
+    scope: str            # e.g. the acting agent id, or "reaction"
+    key: str              # client's Idempotency-Key, or "cause:policy"
+    fingerprint: str      # hash of the request body; same key + other body -> conflict
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    positions: list[str]
+    duplicate: bool = False      # True: the idempotency key was seen; nothing was appended
+    result: bytes = b""          # the result blob stored with the original append
+
+    @property
+    def position(self) -> str:
+        return self.positions[-1] if self.positions else ""
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryIndex:
+    memory_id: str
+    version: int
+    namespace: str
+    agent: str
+    deleted: bool
+
+
+@dataclass(frozen=True, slots=True)
+class AgentIndex:
+    agent_id: str
+    main_namespace: str
+    ephemeral_namespace: str
+    agent_type: str
+    key_hash: str
+
+
+@dataclass
+class EventStore:
+    redis: Redis
+    origin: str
+    durable: bool = False
+    idempotency_ttl_s: int = IDEMPOTENCY_TTL_S
+    _script: object = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._script = self.redis.register_script(_SCRIPT)
+
+    # ------------------------------------------------------------------ append
+
+    async def append(
+        self,
+        events: Sequence[Event],
+        *,
+        idempotency: Idempotency | None = None,
+        guards: Sequence[Guard] = (),
+        result: bytes = b"",
+    ) -> AppendResult:
+        """Append events atomically, in order. Raises GuardFailed / IdempotencyConflict."""
+        if not events:
+            raise ValueError("append needs at least one event")
+        idem_key = keys.idempotency(idempotency.scope, idempotency.key) if idempotency else keys.PREFIX + "idem:-"
+        script_keys: list[str] = [keys.STREAM, keys.HLC_STATE, idem_key]
+        args: list[bytes | str | int] = [
+            self.origin,
+            idempotency.fingerprint if idempotency else "",
+            self.idempotency_ttl_s,
+            result,
+            len(guards),
+            len(events),
+        ]
+        for g in guards:
+            script_keys.append(g.key)
+            args += [g.field, "!" if g.expected is None else "=", g.expected or ""]
+        for ev in events:
+            flds = encode_fields(ev, self.origin)
+            args.append(len(flds) // 2)
+            args.extend(flds)
+            ops = index_ops(ev)
+            args.append(len(ops))
+            for op in ops:
+                script_keys.append(op.key)
+                args.append(len(op.mapping))
+                for k, v in op.mapping.items():
+                    args += [k, v]
+        reply = await self._script(keys=script_keys, args=args)
+        status = as_str(reply[0])
+        if status == "ok":
+            pos = as_str(reply[1]).split(",")
+            if self.durable:
+                await self._wait_aof()
+            return AppendResult(pos, False, result)
+        if status == "dup":
+            blob = reply[1] if isinstance(reply[1], bytes) else as_str(reply[1]).encode()
+            return AppendResult(as_str(reply[2]).split(","), True, blob)
+        if status == "idem_conflict":
+            raise IdempotencyConflict(idempotency.key if idempotency else "")
+        if status == "guard":
+            actual = reply[2]
+            raise GuardFailed(int(reply[1]), as_str(actual) if actual is not None else None)
+        raise RuntimeError(f"unexpected append reply {reply!r}")
+
+    async def _wait_aof(self) -> None:
+        # WAITAOF numlocal numreplicas timeout: the local fsync must have happened.
+        await self.redis.execute_command("WAITAOF", 1, 0, 1000)
+
+    # ------------------------------------------------------------------ read
+
+    async def read(self, start: str | None = None, end: str | None = None, count: int | None = None,
+                   *, exclusive_start: bool = True) -> list[Event]:
+        """Events after `start` (exclusive by default) up to `end` (inclusive), oldest first."""
+        lo = "-" if not start else (f"({start}" if exclusive_start else start)
+        hi = end or "+"
+        reply = await self.redis.xrange(keys.STREAM, lo, hi, count=count)
+        return [decode(pos, flds) for pos, flds in entries(reply)]
+
+    async def read_reverse(self, end: str | None = None, start: str | None = None,
+                           count: int | None = None) -> list[Event]:
+        """Newest first, from `end` (inclusive) down to `start` (inclusive)."""
+        reply = await self.redis.xrevrange(keys.STREAM, end or "+", start or "-", count=count)
+        return [decode(pos, flds) for pos, flds in entries(reply)]
+
+    async def iterate(self, start: str | None = None, end: str | None = None,
+                      batch: int = 1000) -> AsyncIterator[list[Event]]:
+        """Batches of events after `start` up to `end`, until the end is reached."""
+        cursor = start
+        while True:
+            chunk = await self.read(cursor, end, batch)
+            if not chunk:
+                return
+            yield chunk
+            cursor = chunk[-1].position
+            if len(chunk) < batch:
+                return
+
+    async def tail(self, after: str | None, *, count: int = 500, block_ms: int = 1000) -> list[Event]:
+        """Events after `after`, waiting up to block_ms for new ones (XREAD BLOCK)."""
+        reply = await self.redis.xread({keys.STREAM: after or "0-0"}, count=count, block=block_ms)
+        if not reply:
+            return []
+        (_, items), = reply
+        return [decode(pos, flds) for pos, flds in entries(items)]
+
+    async def get(self, position: str) -> Event | None:
+        reply = await self.redis.xrange(keys.STREAM, position, position, count=1)
+        items = entries(reply)
+        return decode(*items[0]) if items else None
+
+    async def last_position(self) -> str | None:
+        reply = await self.redis.xrevrange(keys.STREAM, "+", "-", count=1)
+        items = entries(reply)
+        return as_str(items[0][0]) if items else None
+
+    async def length(self) -> int:
+        return int(await self.redis.xlen(keys.STREAM))
+
+    async def check_not_reset(self, checkpoint: str | None) -> None:
+        """Raise LogResetError when a checkpoint lies beyond the stream's last id."""
+        if not checkpoint or checkpoint == positions.ZERO:
+            return
+        last = await self.last_position()
+        if positions.key(last) < positions.key(checkpoint):
+            raise LogResetError(
+                f"checkpoint {checkpoint} is beyond the log's last position {last or 'none'}: "
+                "the log was lost or replaced; rebuild the projections (zhiyi replay) instead of skipping")
+
+    # ------------------------------------------------------------------ checkpoints
+
+    async def publish_checkpoint(self, projector: str, position: str) -> None:
+        await self.redis.hset(keys.CHECKPOINTS, projector, position)
+
+    async def checkpoints(self) -> dict[str, str]:
+        return hash_to_str(await self.redis.hgetall(keys.CHECKPOINTS))
+
+    async def checkpoint(self, projector: str) -> str | None:
+        val = await self.redis.hget(keys.CHECKPOINTS, projector)
+        return as_str(val) if val is not None else None
+
+    # ------------------------------------------------------------------ write-side indexes
+
+    async def memory_index(self, memory_id: str) -> MemoryIndex | None:
+        h = hash_to_str(await self.redis.hgetall(keys.memory(memory_id)))
+        if not h:
+            return None
+        return MemoryIndex(memory_id, int(h.get("version", "0")), h.get("ns", ""), h.get("agent", ""),
+                           h.get("deleted") == "1")
+
+    async def memory_indexes(self, memory_ids: Sequence[str]) -> dict[str, MemoryIndex]:
+        if not memory_ids:
+            return {}
+        pipe = self.redis.pipeline(transaction=False)
+        for mid in memory_ids:
+            pipe.hgetall(keys.memory(mid))
+        found: dict[str, MemoryIndex] = {}
+        for mid, raw in zip(memory_ids, await pipe.execute()):
+            h = hash_to_str(raw)
+            if h:
+                found[mid] = MemoryIndex(mid, int(h.get("version", "0")), h.get("ns", ""), h.get("agent", ""),
+                                         h.get("deleted") == "1")
+        return found
+
+    async def agent_for_key_hash(self, key_hash: str) -> str | None:
+        val = await self.redis.hget(keys.AGENT_KEYS, key_hash)
+        return as_str(val) if val is not None else None
+
+    async def agent_index(self, agent_id: str) -> AgentIndex | None:
+        h = hash_to_str(await self.redis.hgetall(keys.agent(agent_id)))
+        if not h:
+            return None
+        return AgentIndex(agent_id, h.get("main", ""), h.get("ephemeral", ""), h.get("type", ""), h.get("key", ""))
+
+    async def namespace_owner(self, namespace: str) -> str | None:
+        val = await self.redis.hget(keys.NAMESPACE_OWNERS, namespace)
+        return as_str(val) if val is not None else None
+
+    async def rebuild_indexes(self) -> int:
+        """Drop and rebuild every write-side index from the log. Returns events folded."""
+        pipe = self.redis.pipeline(transaction=False)
+        for pattern in keys.INDEX_PATTERNS:
+            async for k in self.redis.scan_iter(match=pattern, count=1000):
+                pipe.delete(k)
+        pipe.delete(keys.AGENT_KEYS, keys.NAMESPACE_OWNERS)
+        await pipe.execute()
+        n = 0
+        async for chunk in self.iterate():
+            pipe = self.redis.pipeline(transaction=False)
+            for ev in chunk:
+                for op in index_ops(ev):
+                    pipe.hset(op.key, mapping=op.mapping)
+            await pipe.execute()
+            n += len(chunk)
+        log.info("indexes.rebuilt", events=n)
+        return n
+
+    # ------------------------------------------------------------------ liveness
+
+    async def ping(self) -> bool:
+        try:
+            return bool(await asyncio.wait_for(self.redis.ping(), timeout=1.0))
+        except Exception:  # noqa: BLE001 - any failure means unreachable
+            return False
+
+    async def heartbeat(self, instance_id: str, info: str, ttl_s: int = 30) -> None:
+        await self.redis.set(keys.heartbeat(instance_id), info, ex=ttl_s)
