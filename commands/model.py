@@ -1,0 +1,82 @@
+"""Command dataclasses (imperative names), the acting identity and request limits."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from commands.vocabulary import EPHEMERAL_SUFFIX, SHARED_NAMESPACE
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    max_content_chars: int = 16_000
+    max_tags: int = 32
+    max_tag_chars: int = 64
+    max_depends_on: int = 64
+    max_source_chars: int = 128
+    max_reason_chars: int = 1_000
+    max_batch: int = 1_000
+    max_query_chars: int = 2_000
+    max_top_k: int = 100
+    max_include_namespaces: int = 16
+
+
+@dataclass(frozen=True, slots=True)
+class Actor:
+    """Who a request acts as: a registered agent, possibly through the admin key (`by='admin'`)."""
+
+    agent_id: str
+    main_namespace: str
+    ephemeral_namespace: str
+    by: str = ""
+
+    @property
+    def own_namespaces(self) -> tuple[str, str]:
+        return (self.main_namespace, self.ephemeral_namespace)
+
+    def can_write(self, namespace: str) -> bool:
+        return namespace == SHARED_NAMESPACE or namespace in self.own_namespaces
+
+    def can_read(self, namespace: str) -> bool:
+        """Own namespaces, shared, and other agents' non-ephemeral namespaces (opt-in at recall)."""
+        return self.can_write(namespace) or not namespace.endswith(EPHEMERAL_SUFFIX)
+
+
+@dataclass(frozen=True, slots=True)
+class RegisterAgent:
+    agent_id: str
+    agent_type: str = "generic"
+    namespace: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CommitMemory:
+    content: str
+    category: str
+    decay_class: str
+    namespace: str | None = None
+    tier: str = "normal"
+    kind: str = "L1"
+    source: str = "agent_inference"
+    tags: tuple[str, ...] = ()
+    depends_on: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class BatchCommit:
+    entries: tuple[CommitMemory, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteMemory:
+    memory_id: str
+    expected_version: int | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class IdempotencyRequest:
+    """The client's Idempotency-Key and a fingerprint of the request it came with."""
+
+    key: str
+    fingerprint: str

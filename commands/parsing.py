@@ -1,0 +1,174 @@
+"""Turning JSON request bodies into validated commands (types, sizes, vocabularies).
+
+Everything is validated before anything is appended; errors name the offending field.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from commands.errors import InvalidCommand
+from commands.model import BatchCommit, CommitMemory, DeleteMemory, Limits, RegisterAgent
+from commands.vocabulary import (
+    CATEGORIES, DECAY_CLASS_BY_CATEGORY, DECAY_CLASSES, DEFAULT_CATEGORY, DEFAULT_SOURCE, DEFAULT_TIER, KINDS,
+    TIERS,
+)
+
+AGENT_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+NAMESPACE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+MEMORY_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
+IDEMPOTENCY_KEY_RE = re.compile(r"^[\x21-\x7e]{1,128}$")
+
+COMMIT_FIELDS = frozenset({"content", "category", "decay_class", "namespace", "tier", "kind", "source", "tags",
+                           "depends_on", "agent_id"})
+
+
+def _fail(field: str, message: str, **extra: Any) -> InvalidCommand:
+    return InvalidCommand(f"{field}: {message}", {"field": field, **extra})
+
+
+def require_object(body: Any, what: str = "body") -> dict:
+    if not isinstance(body, dict):
+        raise _fail(what, "must be a JSON object")
+    return body
+
+
+def opt_str(body: dict, field: str, *, max_chars: int, default: str | None = None,
+            pattern: re.Pattern | None = None, choices: tuple[str, ...] | None = None) -> str | None:
+    value = body.get(field)
+    if value is None:
+        return default
+    if not isinstance(value, str):
+        raise _fail(field, "must be a string")
+    if len(value) > max_chars:
+        raise _fail(field, f"must be at most {max_chars} characters", limit=max_chars)
+    if pattern is not None and not pattern.match(value):
+        raise _fail(field, f"has an invalid format (expected {pattern.pattern})")
+    if choices is not None and value not in choices:
+        raise _fail(field, f"must be one of {', '.join(choices)}", allowed=list(choices))
+    return value
+
+
+def opt_int(body: dict, field: str, *, minimum: int, maximum: int, default: int | None = None) -> int | None:
+    value = body.get(field)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _fail(field, "must be an integer")
+    if not minimum <= value <= maximum:
+        raise _fail(field, f"must be between {minimum} and {maximum}", minimum=minimum, maximum=maximum)
+    return value
+
+
+def opt_float(body: dict, field: str, *, minimum: float, maximum: float) -> float | None:
+    value = body.get(field)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _fail(field, "must be a number")
+    if not minimum <= value <= maximum:
+        raise _fail(field, f"must be between {minimum} and {maximum}", minimum=minimum, maximum=maximum)
+    return float(value)
+
+
+def str_list(body: dict, field: str, *, max_items: int, max_chars: int,
+             pattern: re.Pattern | None = None) -> tuple[str, ...]:
+    value = body.get(field)
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise _fail(field, "must be a list of strings")
+    if len(value) > max_items:
+        raise _fail(field, f"must have at most {max_items} items", limit=max_items)
+    out: list[str] = []
+    for i, item in enumerate(value):
+        if not isinstance(item, str) or not item.strip():
+            raise _fail(field, f"item {i} must be a non-empty string")
+        if len(item) > max_chars:
+            raise _fail(field, f"item {i} must be at most {max_chars} characters", limit=max_chars)
+        if pattern is not None and not pattern.match(item):
+            raise _fail(field, f"item {i} has an invalid format")
+        if item not in out:
+            out.append(item)
+    return tuple(out)
+
+
+def parse_register(body: Any) -> RegisterAgent:
+    body = require_object(body)
+    agent_id = opt_str(body, "agent_id", max_chars=64, pattern=AGENT_ID_RE)
+    if agent_id is None:
+        raise _fail("agent_id", "is required")
+    agent_type = opt_str(body, "agent_type", max_chars=64, default="generic") or "generic"
+    namespace = opt_str(body, "namespace", max_chars=64, pattern=NAMESPACE_RE)
+    return RegisterAgent(agent_id=agent_id, agent_type=agent_type, namespace=namespace)
+
+
+def parse_commit(body: Any, limits: Limits) -> CommitMemory:
+    body = require_object(body)
+    content = body.get("content")
+    if content is None:
+        raise _fail("content", "is required")
+    if not isinstance(content, str):
+        raise _fail("content", "must be a string")
+    if not content.strip():
+        raise _fail("content", "must not be empty")
+    if len(content) > limits.max_content_chars:
+        raise _fail("content", f"must be at most {limits.max_content_chars} characters",
+                    limit=limits.max_content_chars, length=len(content))
+    if "\x00" in content:
+        raise _fail("content", "must not contain NUL characters")
+    category = opt_str(body, "category", max_chars=32, default=DEFAULT_CATEGORY, choices=CATEGORIES)
+    decay_class = opt_str(body, "decay_class", max_chars=32, choices=DECAY_CLASSES) \
+        or DECAY_CLASS_BY_CATEGORY[category]
+    return CommitMemory(
+        content=content,
+        category=category,
+        decay_class=decay_class,
+        namespace=opt_str(body, "namespace", max_chars=64, pattern=NAMESPACE_RE),
+        tier=opt_str(body, "tier", max_chars=16, default=DEFAULT_TIER, choices=TIERS),
+        kind=opt_str(body, "kind", max_chars=4, default="L1", choices=KINDS),
+        source=(opt_str(body, "source", max_chars=limits.max_source_chars, default=DEFAULT_SOURCE)
+                or DEFAULT_SOURCE).strip() or DEFAULT_SOURCE,
+        tags=str_list(body, "tags", max_items=limits.max_tags, max_chars=limits.max_tag_chars),
+        depends_on=str_list(body, "depends_on", max_items=limits.max_depends_on, max_chars=128,
+                            pattern=MEMORY_ID_RE),
+    )
+
+
+def parse_batch(body: Any, limits: Limits) -> BatchCommit:
+    body = require_object(body)
+    entries = body.get("entries")
+    if entries is None:
+        raise _fail("entries", "is required")
+    if not isinstance(entries, list):
+        raise _fail("entries", "must be a list of memory objects")
+    if not entries:
+        raise _fail("entries", "must not be empty")
+    if len(entries) > limits.max_batch:
+        raise _fail("entries", f"must have at most {limits.max_batch} items", limit=limits.max_batch)
+    parsed = []
+    for i, entry in enumerate(entries):
+        try:
+            parsed.append(parse_commit(entry, limits))
+        except InvalidCommand as exc:
+            raise InvalidCommand(f"entries[{i}].{exc.message}", {**exc.details, "index": i}) from None
+    return BatchCommit(tuple(parsed))
+
+
+def parse_delete(memory_id: str, body: dict) -> DeleteMemory:
+    if not MEMORY_ID_RE.match(memory_id or ""):
+        raise _fail("memory_id", "has an invalid format")
+    return DeleteMemory(
+        memory_id=memory_id,
+        expected_version=opt_int(body, "expected_version", minimum=1, maximum=2**31 - 1),
+        reason=opt_str(body, "reason", max_chars=1_000, default="") or "",
+    )
+
+
+def parse_idempotency_key(value: str | None) -> str | None:
+    if value is None:
+        return None
+    if not IDEMPOTENCY_KEY_RE.match(value):
+        raise _fail("Idempotency-Key", "must be 1-128 printable ASCII characters")
+    return value

@@ -1,0 +1,40 @@
+"""The aiohttp app factory: middlewares, routes, resources. Nothing imports `gateway`."""
+
+from __future__ import annotations
+
+import time
+
+import structlog
+from aiohttp import web
+
+from gateway.appkeys import SETTINGS
+from gateway.auth import PRINCIPAL, auth_middleware
+from gateway.errors import error_middleware
+from gateway.handlers import agents, memories, recall, system
+from gateway.runtime import resources
+from gateway.settings import Settings
+
+access_log = structlog.get_logger("zhiyi.access")
+
+
+@web.middleware
+async def access_log_middleware(request: web.Request, handler) -> web.StreamResponse:
+    started = time.perf_counter()
+    response = await handler(request)
+    who = request.get(PRINCIPAL)
+    access_log.info("http", method=request.method, path=request.path, status=response.status,
+                    ms=round((time.perf_counter() - started) * 1000, 2),
+                    agent=(who.agent_id or "admin") if who else None)
+    return response
+
+
+def create_app(settings: Settings) -> web.Application:
+    app = web.Application(
+        client_max_size=settings.max_body_bytes,
+        middlewares=[access_log_middleware, error_middleware, auth_middleware],
+    )
+    app[SETTINGS] = settings
+    app.cleanup_ctx.append(resources)
+    for module in (system, agents, memories, recall):
+        app.add_routes(module.routes())
+    return app

@@ -1,0 +1,23 @@
+"""Typed application keys: every dependency the handlers use, injected by the app factory."""
+
+from __future__ import annotations
+
+import asyncio
+
+from aiohttp import web
+
+from commands.handlers import CommandService
+from events.store import EventStore
+from gateway.settings import Settings
+
+SETTINGS = web.AppKey("settings", Settings)
+STORE = web.AppKey("store", EventStore)
+COMMANDS = web.AppKey("commands", CommandService)
+RECALL = web.AppKey("recall", object)        # projections.queries.recall.RecallService
+READER = web.AppKey("reader", object)        # projections.reader.MemoriesReader
+WAITER = web.AppKey("waiter", object)        # projections.waiter.CheckpointWaiter
+EMBEDDER = web.AppKey("embedder", object)
+PROJECTORS = web.AppKey("projectors", list)  # names of the projectors this deployment runs
+BACKGROUND = web.AppKey("background", set)   # fire-and-forget tasks (recall.served), drained on shutdown
+RUNNER_TASKS = web.AppKey("runner_tasks", list)
+STOPPING = web.AppKey("stopping", asyncio.Event)

@@ -1,0 +1,203 @@
+"""The `zhiyi` command: the composition root. The only module that reads the environment."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import secrets
+import signal
+import socket
+import sys
+from pathlib import Path
+
+import structlog
+
+from gateway.logging_setup import configure_logging
+from gateway.settings import Settings
+
+log = structlog.get_logger("zhiyi.cli")
+
+DEFAULT_PORT = 7821
+
+
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def admin_key(data_dir: Path) -> tuple[str, str]:
+    """(key, where): API_KEY from the environment, else <data-dir>/api_key (generated, mode 600)."""
+    env_key = os.environ.get("API_KEY")
+    if env_key:
+        return env_key, "the API_KEY environment variable"
+    path = data_dir / "api_key"
+    if not path.exists():
+        data_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write("zka_" + secrets.token_urlsafe(32) + "\n")
+    os.chmod(path, 0o600)
+    return path.read_text().strip(), str(path.resolve())
+
+
+def build_settings(args: argparse.Namespace, redis_url: str, *, api_key: str = "", run_projectors: bool = True,
+                   only: tuple[str, ...] = ()) -> Settings:
+    return Settings(
+        redis_url=redis_url,
+        data_dir=Path(args.data_dir),
+        api_key=api_key,
+        host=getattr(args, "host", "127.0.0.1"),
+        port=getattr(args, "port", DEFAULT_PORT),
+        instance_id=os.environ.get("ZHIYI_INSTANCE_ID") or f"{socket.gethostname()}-{os.getpid()}",
+        durable=_env_flag("ZHIYI_DURABLE"),
+        bge_endpoint=os.environ.get("BGE_ENDPOINT") or None,
+        bge_api_key=os.environ.get("BGE_API_KEY") or None,
+        bge_model=os.environ.get("BGE_MODEL") or None,
+        embedding_threads=int(os.environ.get("ZHIYI_EMBEDDING_THREADS", "1")),
+        run_projectors=run_projectors,
+        projectors_only=only,
+        log_json=_env_flag("ZHIYI_LOG_JSON"),
+    )
+
+
+def _redis_url(args: argparse.Namespace) -> str:
+    from gateway.embedded_redis import resolve_url
+
+    return resolve_url(args.redis_url, os.environ.get("REDIS_URL"), Path(args.data_dir))
+
+
+# ----------------------------------------------------------------------------- commands
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    from gateway import embedded_redis
+    from gateway.server import serve_forever
+
+    data_dir = Path(args.data_dir)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    embedded = None
+    url = args.redis_url or os.environ.get("REDIS_URL")
+    if not url:
+        embedded = embedded_redis.start(data_dir)
+        url = embedded.url
+    key, where = admin_key(data_dir)
+    settings = build_settings(args, url, api_key=key)
+    print(f"zhiyi: serving on http://{settings.host}:{settings.port}  (data: {data_dir.resolve()}, redis: {url})",
+          flush=True)
+    print(f"zhiyi: admin API key is in {where}", flush=True)
+    try:
+        serve_forever(settings)
+    finally:
+        if embedded is not None:
+            embedded.stop()
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from gateway.server import serve_forever
+
+    key, where = admin_key(Path(args.data_dir))
+    settings = build_settings(args, _redis_url(args), api_key=key, run_projectors=False)
+    print(f"zhiyi: gateway on http://{settings.host}:{settings.port} (projectors run elsewhere); "
+          f"admin API key in {where}", flush=True)
+    serve_forever(settings)
+    return 0
+
+
+def cmd_project(args: argparse.Namespace) -> int:
+    from gateway.server import run_projectors
+
+    settings = build_settings(args, _redis_url(args), only=tuple(args.only or ()))
+    return asyncio.run(run_projectors(settings))
+
+
+def cmd_digest(args: argparse.Namespace) -> int:
+    from gateway.maintenance import print_digests
+
+    settings = build_settings(args, _redis_url(args))
+    return asyncio.run(print_digests(settings, as_json=args.json))
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from gateway.maintenance import replay
+
+    settings = build_settings(args, _redis_url(args))
+    return asyncio.run(replay(settings, Path(args.into), until=args.until, verify=args.verify,
+                              as_json=args.json))
+
+
+def cmd_events(args: argparse.Namespace) -> int:
+    from events.redis_client import connect
+    from events.store import EventStore
+    from gateway.cli_events import run_events_command
+
+    async def main() -> int:
+        redis = connect(_redis_url(args))
+        try:
+            return await run_events_command(args, EventStore(redis, origin="cli"))
+        finally:
+            await redis.aclose()
+
+    try:
+        return asyncio.run(main())
+    except KeyboardInterrupt:
+        return 0
+
+
+# ----------------------------------------------------------------------------- parser
+
+
+def parser() -> argparse.ArgumentParser:
+    from gateway.cli_events import add_events_parser
+
+    p = argparse.ArgumentParser(prog="zhiyi", description="zhiyi (织忆, MemoryWeave): shared memory for LLM agents")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--data-dir", default=os.environ.get("ZHIYI_DATA_DIR", "./data"),
+                        help="live data directory (default ./data)")
+    common.add_argument("--redis-url", default=None, help="Redis URL (else REDIS_URL, else the one `zhiyi up` wrote)")
+    http = argparse.ArgumentParser(add_help=False)
+    http.add_argument("--host", default="127.0.0.1")
+    http.add_argument("--port", type=int, default=DEFAULT_PORT)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    sub.add_parser("up", parents=[common, http], help="gateway + projectors in one process (starts Redis if needed)") \
+        .set_defaults(func=cmd_up)
+    sub.add_parser("serve", parents=[common, http], help="the gateway alone").set_defaults(func=cmd_serve)
+    pp = sub.add_parser("project", parents=[common], help="the projectors alone")
+    pp.add_argument("--only", action="append", help="run only this projector (repeatable)")
+    pp.set_defaults(func=cmd_project)
+    dp = sub.add_parser("digest", parents=[common], help="logical digest of each live projection")
+    dp.add_argument("--json", action="store_true")
+    dp.set_defaults(func=cmd_digest)
+    rp = sub.add_parser("replay", parents=[common], help="rebuild every projection from the log into DIR")
+    rp.add_argument("--into", required=True, help="empty directory to rebuild into")
+    rp.add_argument("--until", default=None, help="stop at this position (time travel)")
+    rp.add_argument("--verify", action="store_true",
+                    help="rebuild twice up to the live position; fail unless both match the live digests")
+    rp.add_argument("--json", action="store_true")
+    rp.set_defaults(func=cmd_replay)
+    add_events_parser(sub, parents=[common])
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    configure_logging(json=_env_flag("ZHIYI_LOG_JSON"), level=os.environ.get("ZHIYI_LOG_LEVEL", "info"))
+    if getattr(args, "func", None) is None:
+        args.func = cmd_events
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # noqa: BLE001 - one readable line for operators, details in the log
+        from gateway.embedded_redis import RedisNotFound
+
+        if isinstance(exc, RedisNotFound):
+            print(f"zhiyi: {exc}", file=sys.stderr)
+            return 2
+        raise
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    sys.exit(main())

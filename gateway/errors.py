@@ -1,0 +1,81 @@
+"""The one JSON error shape `{"error": {"code", "message", "details"}}` and the error middleware."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import structlog
+from aiohttp import web
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from commands.errors import CommandError, Conflict, Forbidden, IdempotencyKeyReused, InvalidCommand, NotFound
+from events.errors import LogResetError
+from gateway.appkeys import SETTINGS
+
+log = structlog.get_logger(__name__)
+
+
+class ApiError(Exception):
+    """An HTTP-level failure raised by the gateway itself (auth, JSON, lag)."""
+
+    def __init__(self, status: int, code: str, message: str, details: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.details = details or {}
+
+
+def error_body(code: str, message: str, details: dict[str, Any] | None = None) -> dict:
+    return {"error": {"code": code, "message": message, "details": details or {}}}
+
+
+def error_response(status: int, code: str, message: str, details: dict[str, Any] | None = None) -> web.Response:
+    return web.Response(status=status, body=orjson.dumps(error_body(code, message, details)),
+                        content_type="application/json")
+
+
+_STATUS_BY_ERROR: list[tuple[type, int]] = [
+    (InvalidCommand, 400), (Forbidden, 403), (NotFound, 404), (Conflict, 409), (IdempotencyKeyReused, 422),
+]
+
+_HTTP_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
+               405: "method_not_allowed", 413: "payload_too_large", 415: "unsupported_media_type"}
+
+
+def _command_status(exc: CommandError) -> int:
+    for cls, status in _STATUS_BY_ERROR:
+        if isinstance(exc, cls):
+            return status
+    return 400
+
+
+@web.middleware
+async def error_middleware(request: web.Request, handler) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except ApiError as exc:
+        return error_response(exc.status, exc.code, exc.message, exc.details)
+    except CommandError as exc:
+        return error_response(_command_status(exc), exc.code, exc.message, exc.details)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        code = _HTTP_CODES.get(exc.status, "http_error")
+        message = exc.reason if exc.status != 413 else "request body is too large"
+        details = {"max_bytes": request.app[SETTINGS].max_body_bytes} if exc.status == 413 else {}
+        resp = error_response(exc.status, code, message, details)
+        if exc.status == 405 and "Allow" in exc.headers:
+            resp.headers["Allow"] = exc.headers["Allow"]
+        return resp
+    except LogResetError as exc:
+        log.error("log.reset", error=str(exc))
+        return error_response(503, "log_reset", str(exc))
+    except (RedisConnectionError, RedisTimeoutError, ConnectionRefusedError) as exc:
+        log.error("redis.unavailable", error=str(exc))
+        return error_response(503, "unavailable", "the event log (Redis) is unreachable")
+    except Exception:  # noqa: BLE001 - the one place that turns surprises into a 500
+        log.exception("request.failed", path=request.path, method=request.method)
+        return error_response(500, "internal_error", "internal server error")

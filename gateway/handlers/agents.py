@@ -1,0 +1,28 @@
+"""POST /api/v1/agents/register (admin key)."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from commands.parsing import parse_register
+from gateway.appkeys import COMMANDS
+from gateway.auth import require_admin
+from gateway.requests import json_body, json_response
+
+
+async def register(request: web.Request) -> web.Response:
+    require_admin(request)
+    body, _ = await json_body(request)
+    cmd = parse_register(body)
+    reg = await request.app[COMMANDS].register_agent(cmd)
+    return json_response({
+        "agent_id": reg.agent_id,
+        "api_key": reg.api_key,
+        "namespaces": reg.namespaces,
+        "ws_endpoint": f"/api/v1/ws/{reg.agent_id}",
+        "position": reg.position,
+    }, status=201)
+
+
+def routes() -> list[web.RouteDef]:
+    return [web.post("/api/v1/agents/register", register)]

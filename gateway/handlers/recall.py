@@ -1,0 +1,120 @@
+"""Recall: POST /api/v1/recall and GET /api/v1/recall?query=..."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import structlog
+from aiohttp import web
+
+from commands.model import Actor, Limits
+from commands.parsing import NAMESPACE_RE, opt_float, opt_int, opt_str, str_list
+from commands.vocabulary import EPHEMERAL_SUFFIX, SHARED_NAMESPACE
+from events.catalogue import RecallServed, new_event
+from gateway.appkeys import BACKGROUND, RECALL, SETTINGS, STORE
+from gateway.errors import ApiError
+from gateway.requests import acting_agent, after_param, json_body, json_response, wait_for_projections
+from projections.queries.recall import RecallRequest
+
+log = structlog.get_logger(__name__)
+
+READS = ["memories"]
+
+
+def resolve_scope(actor: Actor | None, namespace: str | None, include: tuple[str, ...]) -> list[str]:
+    """Namespaces a recall searches (DESIGN.md §5): own + shared by default, others only when named."""
+    def check(ns: str) -> None:
+        if actor is not None and ns.endswith(EPHEMERAL_SUFFIX) and ns not in actor.own_namespaces:
+            raise ApiError(403, "forbidden", f"namespace {ns} is another agent's ephemeral namespace",
+                           {"namespace": ns})
+
+    if namespace is not None:
+        check(namespace)
+        return [namespace]
+    scope = [*actor.own_namespaces, SHARED_NAMESPACE] if actor is not None else [SHARED_NAMESPACE]
+    for ns in include:
+        check(ns)
+        if ns not in scope:
+            scope.append(ns)
+    return scope
+
+
+def _query_params(request: web.Request) -> dict:
+    q = request.query
+    params: dict = {k: q[k] for k in ("query", "namespace", "agent_id") if k in q}
+    for name, conv in (("top_k", int), ("min_score", float)):
+        if name in q:
+            try:
+                params[name] = conv(q[name])
+            except ValueError:
+                raise ApiError(400, "invalid_request", f"{name}: must be a number", {"field": name}) from None
+    if "include_namespaces" in q:
+        params["include_namespaces"] = [ns for v in q.getall("include_namespaces") for ns in v.split(",") if ns]
+    return params
+
+
+def parse_recall(body: dict, limits: Limits) -> tuple[str, int, str | None, tuple[str, ...], float | None]:
+    query = opt_str(body, "query", max_chars=limits.max_query_chars)
+    if query is None:
+        raise ApiError(400, "invalid_request", "query: is required", {"field": "query"})
+    if not query.strip():
+        raise ApiError(400, "invalid_request", "query: must not be empty", {"field": "query"})
+    top_k = opt_int(body, "top_k", minimum=1, maximum=limits.max_top_k, default=10)
+    namespace = opt_str(body, "namespace", max_chars=64, pattern=NAMESPACE_RE)
+    include = str_list(body, "include_namespaces", max_items=limits.max_include_namespaces, max_chars=64,
+                       pattern=NAMESPACE_RE)
+    min_score = opt_float(body, "min_score", minimum=-1.0, maximum=1.0)
+    return query, top_k, namespace, include, min_score
+
+
+async def recall(request: web.Request) -> web.Response:
+    started = time.perf_counter()
+    if request.method == "GET":
+        body = _query_params(request)
+    else:
+        body, _ = await json_body(request)
+    query, top_k, namespace, include, min_score = parse_recall(body, request.app[SETTINGS].limits)
+    after = after_param(request, body)
+    actor = await acting_agent(request, body, required=False)
+    scope = resolve_scope(actor, namespace, include)
+    await wait_for_projections(request, after, READS)
+    store = request.app[STORE]
+    position = await store.checkpoint("memories")
+    hits = await request.app[RECALL].recall(RecallRequest(query=query, namespaces=scope, top_k=top_k,
+                                                          min_score=min_score))
+    took_ms = round((time.perf_counter() - started) * 1000, 2)
+    _audit(request, actor, query, scope, hits, top_k)
+    return json_response({
+        "results": [{
+            "memory_id": h.memory_id, "content": h.content, "score": round(float(h.score), 6),
+            "namespace": h.namespace, "category": h.category, "tags": list(h.tags), "source": h.source,
+            "version": h.version, "timestamp": h.timestamp, "freshness": h.freshness,
+        } for h in hits],
+        "namespaces": scope,
+        "position": position,
+        "took_ms": took_ms,
+    })
+
+
+def _audit(request: web.Request, actor: Actor | None, query: str, scope: list[str], hits, top_k: int) -> None:
+    """Append recall.served without delaying the response."""
+    payload = RecallServed(query=query, namespaces=tuple(scope), result_ids=tuple(h.memory_id for h in hits),
+                           scores=tuple(round(float(h.score), 6) for h in hits), top_k=top_k)
+    event = new_event(payload, ns=actor.main_namespace if actor else SHARED_NAMESPACE,
+                      agent=actor.agent_id if actor else "admin", by=actor.by if actor else "admin")
+    tasks: set = request.app[BACKGROUND]
+    task = asyncio.create_task(_append_audit(request.app, event))
+    tasks.add(task)
+    task.add_done_callback(tasks.discard)
+
+
+async def _append_audit(app: web.Application, event) -> None:
+    try:
+        await app[STORE].append([event])
+    except Exception:  # noqa: BLE001 - the audit trail must never fail a served recall
+        log.exception("recall.audit_failed")
+
+
+def routes() -> list[web.RouteDef]:
+    return [web.post("/api/v1/recall", recall), web.get("/api/v1/recall", recall)]

@@ -1,0 +1,56 @@
+"""GET /health (no auth), GET /api/v1/stats, GET /api/v1/openapi.json."""
+
+from __future__ import annotations
+
+import asyncio
+
+from aiohttp import web
+
+from events import positions
+from gateway.appkeys import PROJECTORS, READER, STORE
+from gateway.openapi import openapi_document
+from gateway.requests import json_response
+
+
+async def _projector_status(store, names: list[str]) -> tuple[str | None, dict]:
+    last = await store.last_position()
+    cps = await store.checkpoints()
+    out = {}
+    for name in names:
+        cp = cps.get(name)
+        lag_ms = max(0, positions.key(last)[0] - positions.key(cp)[0]) if last and cp else (0 if not last else None)
+        out[name] = {"position": cp, "caught_up": positions.reached(cp, last), "lag_ms": lag_ms}
+    return last, out
+
+
+async def health(request: web.Request) -> web.Response:
+    store = request.app[STORE]
+    redis_ok = await store.ping()
+    body: dict = {"status": "ok" if redis_ok else "degraded", "redis": redis_ok}
+    if redis_ok:
+        last, projectors = await _projector_status(store, request.app[PROJECTORS])
+        body["log"] = {"last_position": last}
+        body["projectors"] = projectors
+    return json_response(body, status=200 if redis_ok else 503)
+
+
+async def stats(request: web.Request) -> web.Response:
+    store = request.app[STORE]
+    reader = request.app[READER]
+    by_ns, length, (last, projectors) = await asyncio.gather(
+        asyncio.to_thread(reader.count_by_namespace), store.length(),
+        _projector_status(store, request.app[PROJECTORS]))
+    return json_response({
+        "memories": {"total": sum(by_ns.values()), "by_namespace": dict(sorted(by_ns.items()))},
+        "events": {"total": length, "last_position": last},
+        "projectors": projectors,
+    })
+
+
+async def openapi(request: web.Request) -> web.Response:
+    return json_response(openapi_document())
+
+
+def routes() -> list[web.RouteDef]:
+    return [web.get("/health", health), web.get("/api/v1/stats", stats),
+            web.get("/api/v1/openapi.json", openapi)]

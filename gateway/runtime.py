@@ -1,0 +1,69 @@
+"""Opening and closing the app's resources (cleanup_ctx): Redis, store, embedder, read models, runners."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import AsyncIterator
+
+import structlog
+from aiohttp import web
+
+from commands.handlers import CommandService
+from events.redis_client import connect
+from events.store import EventStore
+from gateway.appkeys import (
+    BACKGROUND, COMMANDS, EMBEDDER, PROJECTORS, READER, RECALL, RUNNER_TASKS, SETTINGS, STOPPING, STORE, WAITER,
+)
+from projections.embedding import make_embedder
+from projections.queries.recall import RecallService
+from projections.reader import MemoriesReader
+from projections.registry import PROJECTOR_NAMES, make_projectors
+from projections.runner import ProjectionRunner
+from projections.waiter import CheckpointWaiter
+
+log = structlog.get_logger(__name__)
+
+
+async def resources(app: web.Application) -> AsyncIterator[None]:
+    settings = app[SETTINGS]
+    redis = connect(settings.redis_url)
+    store = EventStore(redis, origin=settings.instance_id, durable=settings.durable)
+    embedder = make_embedder(bge_endpoint=settings.bge_endpoint, bge_api_key=settings.bge_api_key,
+                             bge_model=settings.bge_model, cache_path=str(settings.embedding_cache_path),
+                             threads=settings.embedding_threads)
+    waiter = CheckpointWaiter(store)
+    reader = MemoriesReader(settings.projections_dir / "memories")
+    app[STORE] = store
+    app[EMBEDDER] = embedder
+    app[WAITER] = waiter
+    app[READER] = reader
+    app[RECALL] = RecallService(reader, embedder)
+    app[COMMANDS] = CommandService(store, settings.limits)
+    app[PROJECTORS] = list(PROJECTOR_NAMES)
+    app[BACKGROUND] = set()
+    app[STOPPING] = asyncio.Event()
+    app[RUNNER_TASKS] = []
+    projectors = []
+    if settings.run_projectors:
+        projectors = [p for p in make_projectors(settings.projections_dir, embedder)
+                      if not settings.projectors_only or p.name in settings.projectors_only]
+        for p in projectors:
+            runner = ProjectionRunner(store, p, notify=waiter.notify)
+            app[RUNNER_TASKS].append(asyncio.create_task(runner.run(app[STOPPING]), name=f"projector:{p.name}"))
+        log.info("projectors.started", names=[p.name for p in projectors])
+    try:
+        yield
+    finally:
+        app[STOPPING].set()
+        for task in app[RUNNER_TASKS]:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(task, timeout=10)
+        if app[BACKGROUND]:
+            await asyncio.gather(*app[BACKGROUND], return_exceptions=True)
+        for p in projectors:
+            with contextlib.suppress(Exception):
+                await p.close()
+        with contextlib.suppress(Exception):
+            embedder.close()
+        await redis.aclose()

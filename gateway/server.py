@@ -1,0 +1,71 @@
+"""Running the gateway (`zhiyi up` / `zhiyi serve`) and the projectors alone (`zhiyi project`)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+
+import structlog
+from aiohttp import web
+
+from events.redis_client import connect
+from events.store import EventStore
+from gateway.app import create_app
+from gateway.settings import Settings
+from projections.embedding import make_embedder
+from projections.registry import make_projectors
+from projections.runner import ProjectionRunner
+
+log = structlog.get_logger(__name__)
+
+HEARTBEAT_EVERY_S = 10
+
+
+def serve_forever(settings: Settings) -> None:
+    """Serve until SIGINT/SIGTERM; aiohttp then runs the cleanup contexts (drain, checkpoints)."""
+    web.run_app(create_app(settings), host=settings.host, port=settings.port, access_log=None, print=None,
+                shutdown_timeout=10, handle_signals=True)
+
+
+async def run_projectors(settings: Settings) -> int:
+    """Run the projector runners in this process until SIGINT/SIGTERM, with a heartbeat key."""
+    redis = connect(settings.redis_url)
+    store = EventStore(redis, origin=settings.instance_id, durable=settings.durable)
+    embedder = make_embedder(bge_endpoint=settings.bge_endpoint, bge_api_key=settings.bge_api_key,
+                             bge_model=settings.bge_model, cache_path=str(settings.embedding_cache_path),
+                             threads=settings.embedding_threads)
+    projectors = [p for p in make_projectors(settings.projections_dir, embedder)
+                  if not settings.projectors_only or p.name in settings.projectors_only]
+    if not projectors:
+        log.error("projectors.none", only=settings.projectors_only)
+        return 2
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    tasks = [asyncio.create_task(ProjectionRunner(store, p).run(stop), name=p.name) for p in projectors]
+    log.info("projectors.running", names=[p.name for p in projectors])
+    rc = 0
+    try:
+        while not stop.is_set():
+            await store.heartbeat(settings.instance_id, "projector:" + ",".join(p.name for p in projectors))
+            done = [t for t in tasks if t.done()]
+            if done:
+                for t in done:
+                    if t.exception() is not None:
+                        log.error("projector.failed", name=t.get_name(), error=str(t.exception()))
+                        rc = 1
+                stop.set()
+                break
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(stop.wait(), HEARTBEAT_EVERY_S)
+    finally:
+        stop.set()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for p in projectors:
+            with contextlib.suppress(Exception):
+                await p.close()
+        embedder.close()
+        await redis.aclose()
+    return rc

@@ -1,0 +1,38 @@
+"""Frozen settings, built once by the CLI (the only place that reads the environment)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from commands.model import Limits
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    redis_url: str
+    data_dir: Path
+    api_key: str
+    host: str = "127.0.0.1"
+    port: int = 7821
+    instance_id: str = "zhiyi-1"
+    durable: bool = False
+    bge_endpoint: str | None = None
+    bge_api_key: str | None = None
+    bge_model: str | None = None
+    embedding_threads: int = 1
+    run_projectors: bool = True
+    projectors_only: tuple[str, ...] = ()
+    projection_wait_s: float = 5.0
+    max_body_bytes: int = 64 * 1024 * 1024
+    log_json: bool = False
+    limits: Limits = field(default_factory=Limits)
+
+    @property
+    def projections_dir(self) -> Path:
+        return self.data_dir / "projections"
+
+    @property
+    def embedding_cache_path(self) -> Path:
+        # outside any projection dir, so rebuilds stay warm
+        return self.data_dir / "cache" / "embeddings.sqlite"

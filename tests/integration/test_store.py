@@ -1,0 +1,113 @@
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from events import keys, positions
+from events.catalogue import AgentRegistered, MemoryCommitted, MemoryDeleted, new_event
+from events.errors import GuardFailed, IdempotencyConflict, LogResetError
+from events.indexes import Guard
+from events.store import Idempotency
+
+
+def committed(mid: str, content: str = "x", ns: str = "a-main"):
+    return new_event(MemoryCommitted(mid, content, ns, "fact", "system_fact"), ns=ns, agent="a")
+
+
+async def test_append_assigns_increasing_positions_and_hlc(store):
+    res = await store.append([committed("m1"), committed("m2"), committed("m3")])
+    assert len(res.positions) == 3
+    keys_ = [positions.key(p) for p in res.positions]
+    assert keys_ == sorted(keys_) and len(set(keys_)) == 3
+    evs = await store.read()
+    hlcs = [(int(e.hlc.split(":")[0]), int(e.hlc.split(":")[1])) for e in evs]
+    assert hlcs == sorted(hlcs) and len(set(hlcs)) == 3
+    assert all(e.origin == "test-node" and e.hlc.endswith(":test-node") for e in evs)
+
+
+async def test_idempotent_append_returns_original_and_appends_nothing(store):
+    idem = Idempotency("a", "key-1", "fp-1")
+    first = await store.append([committed("m1")], idempotency=idem, result=b'{"id":"m1"}')
+    again = await store.append([committed("m2")], idempotency=idem, result=b"other")
+    assert again.duplicate and again.positions == first.positions and again.result == b'{"id":"m1"}'
+    assert await store.length() == 1
+    with pytest.raises(IdempotencyConflict):
+        await store.append([committed("m3")], idempotency=Idempotency("a", "key-1", "fp-2"))
+    # scoped per agent: another scope may use the same key
+    other = await store.append([committed("m4")], idempotency=Idempotency("b", "key-1", "fp-2"))
+    assert not other.duplicate and await store.length() == 2
+    ttl = await store.redis.ttl(keys.idempotency("a", "key-1"))
+    assert 0 < ttl <= 24 * 3600
+
+
+async def test_expected_version_guard_refuses_stale_and_leaves_log_unchanged(store):
+    await store.append([committed("m1")])
+    stale = new_event(MemoryDeleted("m1", "a-main", 3), ns="a-main", agent="a")
+    with pytest.raises(GuardFailed) as exc:
+        await store.append([stale], guards=[Guard.memory_version("m1", 2)])
+    assert exc.value.actual == "1"
+    assert await store.length() == 1
+    ok = new_event(MemoryDeleted("m1", "a-main", 2), ns="a-main", agent="a")
+    await store.append([ok], guards=[Guard.memory_version("m1", 1)])
+    idx = await store.memory_index("m1")
+    assert idx.version == 2 and idx.deleted
+
+
+async def test_absent_guard_and_agent_indexes(store):
+    reg = new_event(AgentRegistered("a", "t", "a-main", "a-ephemeral", "hash-a"), ns="a-main", agent="a")
+    await store.append([reg], guards=[Guard.absent(keys.agent("a"), "main")])
+    with pytest.raises(GuardFailed):
+        await store.append([reg], guards=[Guard.absent(keys.agent("a"), "main")])
+    assert await store.agent_for_key_hash("hash-a") == "a"
+    assert (await store.agent_index("a")).main_namespace == "a-main"
+    assert await store.namespace_owner("a-ephemeral") == "a"
+
+
+async def test_batch_append_one_round_trip_many_events(store):
+    evs = [committed(f"m{i}", f"memory {i}") for i in range(1000)]
+    res = await store.append(evs)
+    assert len(res.positions) == 1000 and await store.length() == 1000
+    idx = await store.memory_indexes(["m0", "m999", "nope"])
+    assert set(idx) == {"m0", "m999"}
+
+
+async def test_read_ranges_and_iterate(store):
+    res = await store.append([committed(f"m{i}") for i in range(10)])
+    p = res.positions
+    assert [e.data.memory_id for e in await store.read(p[2], p[5])] == ["m3", "m4", "m5"]
+    assert [e.data.memory_id for e in await store.read(p[2], p[5], exclusive_start=False)][0] == "m2"
+    assert [e.data.memory_id for e in await store.read_reverse(count=2)] == ["m9", "m8"]
+    batches = [b async for b in store.iterate(batch=4)]
+    assert [len(b) for b in batches] == [4, 4, 2]
+    assert (await store.get(p[7])).data.memory_id == "m7"
+    assert await store.last_position() == p[-1]
+
+
+async def test_tail_waits_for_new_events(store):
+    last = (await store.append([committed("m0")])).position
+    task = asyncio.create_task(store.tail(last, block_ms=2000))
+    await asyncio.sleep(0.05)
+    await store.append([committed("m1")])
+    got = await asyncio.wait_for(task, 3)
+    assert [e.data.memory_id for e in got] == ["m1"]
+    assert await store.tail(got[-1].position, block_ms=10) == []
+
+
+async def test_reset_log_is_detected(store):
+    res = await store.append([committed("m0")])
+    await store.check_not_reset(res.position)
+    await store.redis.flushall()
+    with pytest.raises(LogResetError):
+        await store.check_not_reset(res.position)
+
+
+async def test_rebuild_indexes_from_the_log(store):
+    await store.append([new_event(AgentRegistered("a", "t", "a-main", "a-ephemeral", "h"), ns="a-main", agent="a"),
+                        committed("m1")])
+    await store.append([new_event(MemoryDeleted("m1", "a-main", 2), ns="a-main", agent="a")])
+    before = (await store.memory_index("m1"), await store.agent_index("a"))
+    await store.redis.delete(keys.memory("m1"), keys.agent("a"), keys.AGENT_KEYS)
+    assert await store.rebuild_indexes() == 3
+    assert (await store.memory_index("m1"), await store.agent_index("a")) == before
+    assert await store.agent_for_key_hash("h") == "a"
