@@ -27,6 +27,7 @@ SLACK_MS = 60_000                  # HLC wall time vs stream-id time: widen id b
 MAX_SEQ = 2**64 - 1
 _RELATIVE_RE = re.compile(r"^(\d+)\s*([smhdw])$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 # -- time and positions
@@ -49,7 +50,8 @@ def parse_time(text: str, *, now: datetime | None = None) -> datetime:
 
 
 def to_ms(dt: datetime) -> int:
-    return int((dt if dt.tzinfo else dt.replace(tzinfo=UTC)).timestamp() * 1000)
+    """Epoch milliseconds, exactly (no float rounding); naive datetimes count as UTC."""
+    return ((dt if dt.tzinfo else dt.replace(tzinfo=UTC)) - _EPOCH) // timedelta(milliseconds=1)
 
 
 def position_before(position: str) -> str | None:
@@ -254,7 +256,8 @@ def summarize(event: Event) -> str:
     """A short, one-line description of the payload."""
     d = payload_to_dict(event.data)
     if event.type == "recall.served":
-        return f'query="{_head(d.get("query", ""))}" → {len(d.get("result_ids") or ())} results'
+        n = len(d.get("result_ids") or ())
+        return f'query="{_head(d.get("query", ""))}" → {n} result{"" if n == 1 else "s"}'
     if event.type == "agent.registered":
         return f'{d.get("agent_id", "")} ({d.get("agent_type", "")}) main={d.get("main_namespace", "")}'
     parts = [str(d["memory_id"])] if d.get("memory_id") else []

@@ -7,7 +7,7 @@ import time
 import structlog
 from aiohttp import web
 
-from gateway.appkeys import SETTINGS
+from gateway.appkeys import EMBEDDER, SETTINGS
 from gateway.auth import PRINCIPAL, auth_middleware
 from gateway.errors import error_middleware
 from gateway.handlers import agents, memories, recall, system
@@ -28,12 +28,15 @@ async def access_log_middleware(request: web.Request, handler) -> web.StreamResp
     return response
 
 
-def create_app(settings: Settings) -> web.Application:
+def create_app(settings: Settings, *, embedder=None) -> web.Application:
+    """Build the app. `embedder` may be injected (tests share one loaded model); else settings choose it."""
     app = web.Application(
         client_max_size=settings.max_body_bytes,
         middlewares=[access_log_middleware, error_middleware, auth_middleware],
     )
     app[SETTINGS] = settings
+    if embedder is not None:
+        app[EMBEDDER] = embedder
     app.cleanup_ctx.append(resources)
     for module in (system, agents, memories, recall):
         app.add_routes(module.routes())

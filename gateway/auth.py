@@ -12,13 +12,15 @@ from gateway.appkeys import SETTINGS, STORE
 from gateway.errors import ApiError
 
 PUBLIC_PATHS = frozenset({"/health", "/api/v1/openapi.json"})
-PRINCIPAL = "zhiyi.principal"
 
 
 @dataclass(frozen=True, slots=True)
 class Principal:
     is_admin: bool
     agent_id: str | None  # the agent whose key was used (None for the admin key)
+
+
+PRINCIPAL = web.RequestKey("principal", Principal)
 
 
 @web.middleware

@@ -177,6 +177,7 @@ def parser() -> argparse.ArgumentParser:
     rp.add_argument("--json", action="store_true")
     rp.set_defaults(func=cmd_replay)
     add_events_parser(sub, parents=[common])
+    sub.choices["events"].set_defaults(func=cmd_events)
     return p
 
 

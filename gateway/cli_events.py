@@ -44,22 +44,27 @@ def _filters(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable JSON output")
 
 
-def add_events_parser(subparsers: argparse._SubParsersAction) -> None:
-    """Add `events` with its subcommands `ls`, `show`, `tail` and `stats`."""
+def add_events_parser(subparsers: argparse._SubParsersAction,
+                      parents: list[argparse.ArgumentParser] | None = None) -> None:
+    """Add `events` with its subcommands `ls`, `show`, `tail` and `stats`.
+
+    `parents` (e.g. the common --data-dir/--redis-url options) are added to every subcommand.
+    """
+    parents = parents or []
     ev = subparsers.add_parser("events", help="browse the event log (admin)",
                                description="Browse the event log zhiyi:events.")
     sub = ev.add_subparsers(dest="events_command", metavar="{ls,show,tail,stats}", required=True)
-    ls = sub.add_parser("ls", help="list events", description="List events matching the filters.")
+    ls = sub.add_parser("ls", parents=parents, help="list events", description="List events matching the filters.")
     _filters(ls)
     ls.add_argument("--limit", type=_limit, default=50, metavar="N", help="at most N events (default 50; 0 = all)")
     ls.add_argument("--reverse", action="store_true", help="newest first")
-    show = sub.add_parser("show", help="show one event", description="Show one event whole.")
+    show = sub.add_parser("show", parents=parents, help="show one event", description="Show one event whole.")
     show.add_argument("position", metavar="POSITION")
     show.add_argument("--json", action="store_true", help="machine-readable JSON output")
-    tail = sub.add_parser("tail", help="follow new events",
+    tail = sub.add_parser("tail", parents=parents, help="follow new events",
                           description="Print events as they are appended, until Ctrl-C / SIGTERM.")
     _filters(tail)
-    stats = sub.add_parser("stats", help="count events", description="Count events by type, namespace, agent.")
+    stats = sub.add_parser("stats", parents=parents, help="count events", description="Count events by type, namespace, agent.")
     _filters(stats)
     for p in (ls, show, tail, stats):
         p.set_defaults(events_parser=p)

@@ -33,7 +33,7 @@ def error_body(code: str, message: str, details: dict[str, Any] | None = None) -
 
 
 def error_response(status: int, code: str, message: str, details: dict[str, Any] | None = None) -> web.Response:
-    return web.Response(status=status, body=orjson.dumps(error_body(code, message, details)),
+    return web.Response(status=status, body=orjson.dumps(error_body(code, message, details)) + b"\n",
                         content_type="application/json")
 
 

@@ -158,7 +158,9 @@ def openapi_document() -> dict:
                                {"name": "agent_id", "in": "query", "schema": {"type": "string"}}],
                 "responses": {"200": _json(_ref("DeleteResponse")), **_errors("400", "401", "403", "404", "409")}}},
             "/api/v1/stats": {"get": {"summary": "Memories per namespace, events in the log, projector positions",
-                                      "responses": {"200": _json(_ref("Stats")), **_errors("401")}}},
+                                      "parameters": [{"name": "after", "in": "query", "schema": POSITION},
+                                                     AFTER_HEADER],
+                                      "responses": {"200": _json(_ref("Stats")), **_errors("400", "401", "504")}}},
         },
         "components": {
             "securitySchemes": {"ApiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"}},

@@ -92,4 +92,4 @@ async def wait_for_projections(request: web.Request, after: str | None, names: l
 
 
 def json_response(data: Any, status: int = 200) -> web.Response:
-    return web.Response(status=status, body=orjson.dumps(data), content_type="application/json")
+    return web.Response(status=status, body=orjson.dumps(data) + b"\n", content_type="application/json")

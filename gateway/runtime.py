@@ -18,7 +18,7 @@ from gateway.appkeys import (
 from projections.embedding import make_embedder
 from projections.queries.recall import RecallService
 from projections.reader import MemoriesReader
-from projections.registry import PROJECTOR_NAMES, make_projectors
+from projections.registry import NAMES, make_projectors, projection_dir
 from projections.runner import ProjectionRunner
 from projections.waiter import CheckpointWaiter
 
@@ -29,24 +29,26 @@ async def resources(app: web.Application) -> AsyncIterator[None]:
     settings = app[SETTINGS]
     redis = connect(settings.redis_url)
     store = EventStore(redis, origin=settings.instance_id, durable=settings.durable)
-    embedder = make_embedder(bge_endpoint=settings.bge_endpoint, bge_api_key=settings.bge_api_key,
-                             bge_model=settings.bge_model, cache_path=str(settings.embedding_cache_path),
-                             threads=settings.embedding_threads)
+    owns_embedder = EMBEDDER not in app
+    embedder = app[EMBEDDER] if not owns_embedder else make_embedder(
+        bge_endpoint=settings.bge_endpoint, bge_api_key=settings.bge_api_key, bge_model=settings.bge_model,
+        cache_path=str(settings.embedding_cache_path), threads=settings.embedding_threads)
     waiter = CheckpointWaiter(store)
-    reader = MemoriesReader(settings.projections_dir / "memories")
+    reader = MemoriesReader(projection_dir(settings.data_dir, "memories"))
     app[STORE] = store
-    app[EMBEDDER] = embedder
+    if owns_embedder:
+        app[EMBEDDER] = embedder
     app[WAITER] = waiter
     app[READER] = reader
     app[RECALL] = RecallService(reader, embedder)
     app[COMMANDS] = CommandService(store, settings.limits)
-    app[PROJECTORS] = list(PROJECTOR_NAMES)
+    app[PROJECTORS] = list(NAMES)
     app[BACKGROUND] = set()
     app[STOPPING] = asyncio.Event()
     app[RUNNER_TASKS] = []
     projectors = []
     if settings.run_projectors:
-        projectors = [p for p in make_projectors(settings.projections_dir, embedder)
+        projectors = [p for p in make_projectors(settings.data_dir, embedder)
                       if not settings.projectors_only or p.name in settings.projectors_only]
         for p in projectors:
             runner = ProjectionRunner(store, p, notify=waiter.notify)
@@ -64,6 +66,7 @@ async def resources(app: web.Application) -> AsyncIterator[None]:
         for p in projectors:
             with contextlib.suppress(Exception):
                 await p.close()
-        with contextlib.suppress(Exception):
-            embedder.close()
+        if owns_embedder:
+            with contextlib.suppress(Exception):
+                embedder.close()
         await redis.aclose()

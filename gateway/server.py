@@ -35,7 +35,7 @@ async def run_projectors(settings: Settings) -> int:
     embedder = make_embedder(bge_endpoint=settings.bge_endpoint, bge_api_key=settings.bge_api_key,
                              bge_model=settings.bge_model, cache_path=str(settings.embedding_cache_path),
                              threads=settings.embedding_threads)
-    projectors = [p for p in make_projectors(settings.projections_dir, embedder)
+    projectors = [p for p in make_projectors(settings.data_dir, embedder)
                   if not settings.projectors_only or p.name in settings.projectors_only]
     if not projectors:
         log.error("projectors.none", only=settings.projectors_only)

@@ -29,10 +29,6 @@ class Settings:
     limits: Limits = field(default_factory=Limits)
 
     @property
-    def projections_dir(self) -> Path:
-        return self.data_dir / "projections"
-
-    @property
     def embedding_cache_path(self) -> Path:
         # outside any projection dir, so rebuilds stay warm
         return self.data_dir / "cache" / "embeddings.sqlite"

@@ -10,10 +10,10 @@ caller injects all settings (see :func:`make_embedder`).
 
 from __future__ import annotations
 
+import http.client
 import threading
 import time
 import urllib.error
-import urllib.parse
 import urllib.request
 from typing import Any, Protocol, runtime_checkable
 
@@ -221,7 +221,7 @@ class HttpEmbedder:
             if exc.code >= 500 or exc.code == 429:
                 raise _Retryable(f"HTTP {exc.code}: {msg}") from exc
             raise EmbeddingError(f"embedding endpoint returned HTTP {exc.code}: {msg}") from exc
-        except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
+        except (OSError, http.client.HTTPException) as exc:  # URLError, timeouts, resets
             raise _Retryable(f"{type(exc).__name__}: {exc}") from exc
         self.requests += 1
         return data

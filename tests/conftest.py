@@ -9,6 +9,7 @@ import subprocess
 import tempfile
 import time
 
+import hypothesis  # noqa: F401  (imported early: late assertion-rewriting of it trips a CPython 3.11.7 AST bug)
 import pytest
 import redis as sync_redis
 

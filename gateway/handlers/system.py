@@ -9,7 +9,7 @@ from aiohttp import web
 from events import positions
 from gateway.appkeys import PROJECTORS, READER, STORE
 from gateway.openapi import openapi_document
-from gateway.requests import json_response
+from gateway.requests import after_param, json_response, wait_for_projections
 
 
 async def _projector_status(store, names: list[str]) -> tuple[str | None, dict]:
@@ -35,6 +35,7 @@ async def health(request: web.Request) -> web.Response:
 
 
 async def stats(request: web.Request) -> web.Response:
+    await wait_for_projections(request, after_param(request), ["memories"])
     store = request.app[STORE]
     reader = request.app[READER]
     by_ns, length, (last, projectors) = await asyncio.gather(

@@ -1,0 +1,83 @@
+"""`zhiyi digest` and `zhiyi replay`: thin CLI glue over projections.replay."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import orjson
+
+from events.redis_client import connect
+from events.store import EventStore
+from gateway.settings import Settings
+from projections.embedding import make_embedder
+from projections import replay as rebuilds
+from projections.replay import ProjectionDigest
+
+
+def _embedder(settings: Settings):
+    return make_embedder(bge_endpoint=settings.bge_endpoint, bge_api_key=settings.bge_api_key,
+                         bge_model=settings.bge_model, cache_path=str(settings.embedding_cache_path),
+                         threads=settings.embedding_threads)
+
+
+def _rows(digests: dict[str, ProjectionDigest]) -> list[dict]:
+    return [{"projection": d.name, "position": d.position, "digest": d.digest,
+             **({"events": d.events} if d.events is not None else {})} for d in digests.values()]
+
+
+def _print(digests: dict[str, ProjectionDigest], title: str, as_json: bool) -> None:
+    if as_json:
+        return
+    print(title)
+    for row in _rows(digests):
+        extra = f"  events={row['events']}" if "events" in row else ""
+        print(f"  {row['projection']:<12} position={row['position'] or '-':<22} digest={row['digest']}{extra}")
+
+
+async def print_digests(settings: Settings, *, as_json: bool = False) -> int:
+    embedder = _embedder(settings)
+    try:
+        digests = await rebuilds.live_digests(settings.data_dir, embedder)
+    finally:
+        embedder.close()
+    if as_json:
+        print(orjson.dumps({"projections": _rows(digests)}).decode())
+    else:
+        _print(digests, f"live projections in {settings.data_dir.resolve()}:", False)
+    return 0
+
+
+async def replay(settings: Settings, into: Path, *, until: str | None, verify: bool, as_json: bool) -> int:
+    redis = connect(settings.redis_url)
+    store = EventStore(redis, origin="replay")
+    embedder = _embedder(settings)
+    try:
+        if verify:
+            return await _verify(store, settings, into, embedder, as_json)
+        digests = await rebuilds.rebuild(store, into, embedder, until)
+        if as_json:
+            print(orjson.dumps({"into": str(into), "projections": _rows(digests)}).decode())
+        else:
+            _print(digests, f"rebuilt into {into.resolve()}" + (f" until {until}" if until else "") + ":", False)
+        return 0
+    finally:
+        embedder.close()
+        await redis.aclose()
+
+
+async def _verify(store: EventStore, settings: Settings, into: Path, embedder, as_json: bool) -> int:
+    report = await rebuilds.verify(store, settings.data_dir, into, embedder)
+    if as_json:
+        print(orjson.dumps({"ok": report.ok, "live": _rows(report.live),
+                            "rebuilds": [_rows(r) for r in report.rebuilds],
+                            "mismatches": report.mismatches}).decode())
+    else:
+        _print(report.live, "live:", False)
+        for i, run in enumerate(report.rebuilds, 1):
+            _print(run, f"rebuild {i}:", False)
+        print("verify: OK — both rebuilds match the live projections" if report.ok
+              else "verify: FAILED\n  " + "\n  ".join(report.mismatches))
+    if not report.ok:
+        print("zhiyi replay --verify: digests differ", file=sys.stderr)
+    return 0 if report.ok else 1

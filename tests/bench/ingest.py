@@ -1,0 +1,133 @@
+"""Ingest benchmark against `zhiyi serve` (the gateway alone, no embedding on the request path).
+
+Prints: HTTP commit latency p50/p99 at concurrency 1, commits/s at concurrency 16, batch-commit
+memories/s, and raw pipelined XADD events/s of the same event payloads measured in the same run
+(the baseline of the batch ratio).
+
+    OPENBLAS_NUM_THREADS=1 .venv/bin/python tests/bench/ingest.py [--n1 2000] [--seconds 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import aiohttp
+
+from _harness import percentile, private_redis, zhiyi_process  # noqa: E402  (sys.path set by _harness)
+
+ADMIN = "bench-admin-key"
+SENTENCES = [
+    "The staging database runs PostgreSQL 15 on port 5433",
+    "用户偏好：回答要简短，结论先行",
+    "Nginx forwards port 80 to the application on 8080",
+    "ComfyUI 端口是 8189，因为 8188 被占用",
+    "Backups run nightly at 03:00 and keep seven daily copies",
+]
+
+
+def memory(i: int) -> dict:
+    return {"content": f"{SENTENCES[i % len(SENTENCES)]} (note {i})", "tags": ["bench"], "category": "fact"}
+
+
+async def register(session: aiohttp.ClientSession, base: str) -> str:
+    async with session.post(f"{base}/api/v1/agents/register", json={"agent_id": "bench"},
+                            headers={"X-API-Key": ADMIN}) as resp:
+        assert resp.status == 201, await resp.text()
+        return (await resp.json())["api_key"]
+
+
+async def commit_latency(session, base, key, n: int) -> list[float]:
+    lat = []
+    for i in range(n):
+        t = time.perf_counter()
+        async with session.post(f"{base}/api/v1/commit", json=memory(i), headers={"X-API-Key": key}) as resp:
+            assert resp.status == 201, await resp.text()
+            await resp.read()
+        lat.append((time.perf_counter() - t) * 1000)
+    return lat
+
+
+async def commit_throughput(session, base, key, concurrency: int, seconds: float) -> float:
+    deadline = time.perf_counter() + seconds
+    done = 0
+
+    async def worker(w: int) -> None:
+        nonlocal done
+        i = 0
+        while time.perf_counter() < deadline:
+            async with session.post(f"{base}/api/v1/commit", json=memory(w * 1_000_000 + i),
+                                    headers={"X-API-Key": key}) as resp:
+                assert resp.status == 201
+                await resp.read()
+            done += 1
+            i += 1
+
+    t = time.perf_counter()
+    await asyncio.gather(*(worker(w) for w in range(concurrency)))
+    return done / (time.perf_counter() - t)
+
+
+async def batch_throughput(session, base, key, batches: int, size: int) -> float:
+    bodies = [{"entries": [memory(b * size + i) for i in range(size)]} for b in range(batches)]
+    t = time.perf_counter()
+    for body in bodies:
+        async with session.post(f"{base}/api/v1/batch-commit", json=body, headers={"X-API-Key": key}) as resp:
+            assert resp.status == 201, await resp.text()
+            await resp.read()
+    return batches * size / (time.perf_counter() - t)
+
+
+async def raw_xadd(redis_url: str, batches: int, size: int) -> float:
+    """Baseline: the same events, encoded by the codec, XADDed in pipelines of `size` (no Lua, no HTTP)."""
+    from events.catalogue import MemoryCommitted, new_event
+    from events.codec import encode_fields
+    from events.redis_client import connect
+
+    redis = connect(redis_url)
+    t = time.perf_counter()
+    for b in range(batches):
+        pipe = redis.pipeline(transaction=False)
+        for i in range(size):
+            m = memory(b * size + i)
+            ev = new_event(MemoryCommitted(str(uuid.uuid4()), m["content"], "bench-main", "fact", "system_fact",
+                                           tags=("bench",)), ns="bench-main", agent="bench")
+            flat = encode_fields(ev, "bench")
+            flat += [b"h", b"0:0:bench"]
+            pipe.execute_command("XADD", "bench:raw", "*", *flat)
+        await pipe.execute()
+    rate = batches * size / (time.perf_counter() - t)
+    await redis.delete("bench:raw")
+    await redis.aclose()
+    return rate
+
+
+async def main(args) -> None:
+    with private_redis() as redis_url, tempfile.TemporaryDirectory() as tmp, \
+            zhiyi_process("serve", redis_url, Path(tmp) / "data", ADMIN) as base:
+        conn = aiohttp.TCPConnector(limit=64)
+        async with aiohttp.ClientSession(connector=conn) as session:
+            key = await register(session, base)
+            await commit_latency(session, base, key, 200)  # warm-up
+            lat = await commit_latency(session, base, key, args.n1)
+            rate16 = await commit_throughput(session, base, key, 16, args.seconds)
+            batch_rate = await batch_throughput(session, base, key, args.batches, 1000)
+        xadd_rate = await raw_xadd(redis_url, args.batches, 1000)
+    print(f"HTTP commit, concurrency 1 ({args.n1} requests): p50 {percentile(lat, 50):.2f} ms, "
+          f"p99 {percentile(lat, 99):.2f} ms   (target p50 <= 5 ms)")
+    print(f"HTTP commit, concurrency 16 ({args.seconds:.0f} s): {rate16:,.0f} commits/s   (target >= 1,500)")
+    print(f"batch-commit (batches of 1000): {batch_rate:,.0f} memories/s")
+    print(f"raw pipelined XADD, same payloads (baseline): {xadd_rate:,.0f} events/s")
+    print(f"batch-commit / raw XADD = {batch_rate / xadd_rate:.2f}   (target >= 0.5)")
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser()
+    p.add_argument("--n1", type=int, default=2000)
+    p.add_argument("--seconds", type=float, default=10.0)
+    p.add_argument("--batches", type=int, default=20)
+    asyncio.run(main(p.parse_args()))

@@ -1,0 +1,84 @@
+"""End-to-end fixtures: the real aiohttp app over a real Redis, real LanceDB in tmp, the real USE model."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+import pytest
+
+from gateway.app import create_app
+from gateway.settings import Settings
+from projections.embedding import CachedEmbedder, LocalUSEEmbedder
+
+ADMIN_KEY = "test-admin-key"
+
+
+@pytest.fixture(scope="session")
+def use_embedder():
+    """One real default model for the whole session (loading it per app would dominate the suite)."""
+    emb = CachedEmbedder(LocalUSEEmbedder(threads=1), None)
+    emb.embed(["warm up"])
+    return emb
+
+
+@dataclass
+class Api:
+    client: object
+    keys: dict[str, str] = field(default_factory=dict)
+
+    def headers(self, key: str | None, **extra: str) -> dict:
+        h = {"X-API-Key": key} if key else {}
+        h.update(extra)
+        return h
+
+    async def call(self, method: str, path: str, key: str | None = ADMIN_KEY, json=None, data=None,
+                   headers: dict | None = None, params=None):
+        resp = await self.client.request(method, path, json=json, data=data, params=params,
+                                         headers={**self.headers(key), **(headers or {})})
+        body = await resp.json() if resp.content_type == "application/json" else await resp.text()
+        return resp.status, body
+
+    async def register(self, agent_id: str, **extra) -> str:
+        status, body = await self.call("POST", "/api/v1/agents/register", json={"agent_id": agent_id, **extra})
+        assert status == 201, body
+        self.keys[agent_id] = body["api_key"]
+        return body["api_key"]
+
+    async def commit(self, key: str, content: str, **fields):
+        return await self.call("POST", "/api/v1/commit", key, json={"content": content, **fields})
+
+    async def recall(self, key: str, query: str, **fields):
+        return await self.call("POST", "/api/v1/recall", key, json={"query": query, **fields})
+
+    async def log_length(self) -> int:
+        status, body = await self.call("GET", "/api/v1/stats")
+        assert status == 200
+        return body["events"]["total"]
+
+
+def make_settings(redis_url: str, tmp_path, **overrides) -> Settings:
+    base = Settings(redis_url=redis_url, data_dir=tmp_path / "data", api_key=ADMIN_KEY, instance_id="e2e")
+    return dataclasses.replace(base, **overrides)
+
+
+@pytest.fixture
+def settings_overrides() -> dict:
+    return {}
+
+
+@pytest.fixture
+async def api(aiohttp_client, redis_url, tmp_path, use_embedder, settings_overrides) -> Api:
+    app = create_app(make_settings(redis_url, tmp_path, **settings_overrides), embedder=use_embedder)
+    client = await aiohttp_client(app)
+    return Api(client)
+
+
+def assert_error(body, code: str | None = None) -> None:
+    """The one JSON error shape."""
+    assert isinstance(body, dict) and set(body) == {"error"}, body
+    err = body["error"]
+    assert set(err) == {"code", "message", "details"}, err
+    assert isinstance(err["code"], str) and isinstance(err["message"], str) and isinstance(err["details"], dict)
+    if code is not None:
+        assert err["code"] == code, err
