@@ -34,6 +34,12 @@ def new_memory_id() -> str:
     return str(uuid.uuid4())
 
 
+def _remember(cache: dict, key, value) -> None:
+    if len(cache) >= ACTOR_CACHE_SIZE:
+        cache.pop(next(iter(cache)))
+    cache[key] = value
+
+
 @dataclass(frozen=True, slots=True)
 class Registered:
     agent_id: str
@@ -65,18 +71,38 @@ class Deleted:
     position: str
 
 
+ACTOR_CACHE_SIZE = 10_000
+
+
 @dataclass
 class CommandService:
     store: EventStore
     limits: Limits = field(default_factory=Limits)
     make_memory_id: Callable[[], str] = new_memory_id
     make_api_key: Callable[[], str] = new_api_key
+    # Registrations are immutable (no key rotation or unregistering yet), so positive lookups are
+    # cached in-process; misses are never cached, so a new key works the moment it is appended.
+    _agents: dict[str, Actor] = field(default_factory=dict, init=False, repr=False)
+    _key_hashes: dict[str, str] = field(default_factory=dict, init=False, repr=False)
+
+    async def agent_for_api_key(self, api_key: str) -> str | None:
+        key_hash = hash_api_key(api_key)
+        agent_id = self._key_hashes.get(key_hash)
+        if agent_id is None:
+            agent_id = await self.store.agent_for_key_hash(key_hash)
+            if agent_id is not None:
+                _remember(self._key_hashes, key_hash, agent_id)
+        return agent_id
 
     async def actor_for(self, agent_id: str, *, by: str = "") -> Actor | None:
-        idx = await self.store.agent_index(agent_id)
-        if idx is None:
-            return None
-        return Actor(idx.agent_id, idx.main_namespace, idx.ephemeral_namespace, by)
+        actor = self._agents.get(agent_id)
+        if actor is None:
+            idx = await self.store.agent_index(agent_id)
+            if idx is None:
+                return None
+            actor = Actor(idx.agent_id, idx.main_namespace, idx.ephemeral_namespace)
+            _remember(self._agents, agent_id, actor)
+        return actor if actor.by == by else Actor(actor.agent_id, actor.main_namespace, actor.ephemeral_namespace, by)
 
     async def register_agent(self, cmd: RegisterAgent) -> Registered:
         api_key = self.make_api_key()

@@ -3,7 +3,9 @@
 -- KEYS[4 .. 3+ng] guard keys, then the keys of the index ops in order.
 -- ARGV: origin, fingerprint ('' = no idempotency), idem ttl s, result blob, ng, ne,
 --   then ng x (field, mode, expected)   mode '=' equals | '!' absent
---   then ne x (nfields, f1, v1, ..., nops, ops...)  op = (nkv, k1, v1, ...) on the next key
+--   then ne x one JSON document per event: [[f1, v1, ...], [[k1, v1, ...], ...]]
+--   (stream fields without `h`; then the index ops, each an HSET on the next key in KEYS).
+--   One argument per event keeps the command small to pack on the client.
 local origin = ARGV[1]
 local fingerprint = ARGV[2]
 local ttl = tonumber(ARGV[3])
@@ -43,20 +45,13 @@ local positions = {}
 local k = 4 + ng
 for e = 1, ne do
   if now > w then w = now; c = 0 else c = c + 1 end
-  local nf = tonumber(ARGV[a]); a = a + 1
-  local fields = {}
-  for i = 1, nf * 2 do fields[i] = ARGV[a + i - 1] end
-  a = a + nf * 2
+  local doc = cjson.decode(ARGV[a]); a = a + 1
+  local fields = doc[1]
   fields[#fields + 1] = 'h'
   fields[#fields + 1] = w .. ':' .. c .. ':' .. origin
   local pos = redis.call('XADD', KEYS[1], '*', unpack(fields))
   positions[#positions + 1] = pos
-  local nops = tonumber(ARGV[a]); a = a + 1
-  for o = 1, nops do
-    local nkv = tonumber(ARGV[a]); a = a + 1
-    local kv = {}
-    for i = 1, nkv * 2 do kv[i] = ARGV[a + i - 1] end
-    a = a + nkv * 2
+  for _, kv in ipairs(doc[2]) do
     redis.call('HSET', KEYS[k], unpack(kv))
     k = k + 1
   end

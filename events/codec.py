@@ -40,6 +40,12 @@ def encode_fields(event: Event, origin: str) -> list[bytes]:
     ]
 
 
+def encode_append_fields(event: Event, origin: str) -> list[str]:
+    """The same fields as `encode_fields`, as text for the append script's JSON argument."""
+    return ["t", event.type, "v", str(event.v), "n", event.ns, "a", event.agent, "b", event.by,
+            "c", event.cause, "o", origin, "d", encode_payload(event.data).decode()]
+
+
 def _s(fields: Mapping[bytes, bytes], name: bytes) -> str:
     val = fields.get(name)
     return val.decode() if val is not None else ""

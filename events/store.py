@@ -12,11 +12,12 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import AsyncIterator, Sequence
 
+import orjson
 import structlog
 from redis.asyncio import Redis
 
 from events import keys, positions
-from events.codec import decode, encode_fields
+from events.codec import decode, encode_append_fields
 from events.envelope import Event
 from events.errors import GuardFailed, IdempotencyConflict, LogResetError
 from events.indexes import Guard, index_ops
@@ -102,16 +103,10 @@ class EventStore:
             script_keys.append(g.key)
             args += [g.field, "!" if g.expected is None else "=", g.expected or ""]
         for ev in events:
-            flds = encode_fields(ev, self.origin)
-            args.append(len(flds) // 2)
-            args.extend(flds)
             ops = index_ops(ev)
-            args.append(len(ops))
-            for op in ops:
-                script_keys.append(op.key)
-                args.append(len(op.mapping))
-                for k, v in op.mapping.items():
-                    args += [k, v]
+            script_keys.extend(op.key for op in ops)
+            args.append(orjson.dumps([encode_append_fields(ev, self.origin),
+                                      [[x for kv in op.mapping.items() for x in kv] for op in ops]]))
         reply = await self._script(keys=script_keys, args=args)
         status = as_str(reply[0])
         if status == "ok":

@@ -7,8 +7,7 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from commands.handlers import hash_api_key
-from gateway.appkeys import SETTINGS, STORE
+from gateway.appkeys import COMMANDS, SETTINGS
 from gateway.errors import ApiError
 
 PUBLIC_PATHS = frozenset({"/health", "/api/v1/openapi.json"})
@@ -34,7 +33,7 @@ async def auth_middleware(request: web.Request, handler) -> web.StreamResponse:
     if admin_key and hmac.compare_digest(key.encode(), admin_key.encode()):
         request[PRINCIPAL] = Principal(True, None)
         return await handler(request)
-    agent_id = await request.app[STORE].agent_for_key_hash(hash_api_key(key))
+    agent_id = await request.app[COMMANDS].agent_for_api_key(key)
     if agent_id is None:
         raise ApiError(401, "unauthorized", "invalid API key")
     request[PRINCIPAL] = Principal(False, agent_id)

@@ -22,10 +22,21 @@ log = structlog.get_logger(__name__)
 HEARTBEAT_EVERY_S = 10
 
 
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    """uvloop when installed (a dependency; markedly faster HTTP on small machines), else asyncio's."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
+
+
 def serve_forever(settings: Settings) -> None:
     """Serve until SIGINT/SIGTERM; aiohttp then runs the cleanup contexts (drain, checkpoints)."""
+    loop = new_event_loop()
+    asyncio.set_event_loop(loop)
     web.run_app(create_app(settings), host=settings.host, port=settings.port, access_log=None, print=None,
-                shutdown_timeout=10, handle_signals=True)
+                shutdown_timeout=10, handle_signals=True, loop=loop)
 
 
 async def run_projectors(settings: Settings) -> int:
