@@ -134,7 +134,7 @@ def cmd_events(args: argparse.Namespace) -> int:
     async def main() -> int:
         redis = connect(_redis_url(args))
         try:
-            return await run_events_command(args, EventStore(redis, origin="cli"))
+            return await run_events_command(args, EventStore(redis, origin="cli"), out=sys.stdout)
         finally:
             await redis.aclose()
 
@@ -186,17 +186,17 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging(json=_env_flag("ZHIYI_LOG_JSON"), level=os.environ.get("ZHIYI_LOG_LEVEL", "info"))
     if getattr(args, "func", None) is None:
         args.func = cmd_events
+    from events.errors import EventLogError
+    from gateway.embedded_redis import RedisNotFound
+    from projections.errors import ProjectionError
+
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         return 130
-    except Exception as exc:  # noqa: BLE001 - one readable line for operators, details in the log
-        from gateway.embedded_redis import RedisNotFound
-
-        if isinstance(exc, RedisNotFound):
-            print(f"zhiyi: {exc}", file=sys.stderr)
-            return 2
-        raise
+    except (RedisNotFound, ProjectionError, EventLogError) as exc:  # operator errors: one readable line
+        print(f"zhiyi {args.command}: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from commands.errors import CommandError, Conflict, Forbidden, IdempotencyKeyReused, InvalidCommand, NotFound
 from events.errors import LogResetError
 from gateway.appkeys import SETTINGS
+from projections.errors import InvalidQuery
 
 log = structlog.get_logger(__name__)
 
@@ -70,6 +71,8 @@ async def error_middleware(request: web.Request, handler) -> web.StreamResponse:
         if exc.status == 405 and "Allow" in exc.headers:
             resp.headers["Allow"] = exc.headers["Allow"]
         return resp
+    except InvalidQuery as exc:
+        return error_response(400, "invalid_request", str(exc))
     except LogResetError as exc:
         log.error("log.reset", error=str(exc))
         return error_response(503, "log_reset", str(exc))
