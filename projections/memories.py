@@ -1,0 +1,284 @@
+"""The memories projector: `memory.*` events -> the LanceDB table `memories` (seed 2.2).
+
+One batch = one table commit: the batch is folded in memory (existing rows fetched with one
+`id IN (...)` query), new contents are embedded in ONE `embedder.embed` call (in a thread),
+the changed rows are written with one append (all new) or one `merge_insert("id")` upsert,
+and then the checkpoint file is written atomically. The checkpoint records the table version
+it corresponds to, so `digest()` reads exactly the state as of the checkpoint even while a
+batch is being written.
+
+Effectively-once: events at or before the checkpoint are dropped, and an event is skipped
+for a row whose stored `position` is already at or after it (a batch delivered again, or
+replayed over rows whose checkpoint was lost, changes nothing). After a crash between the
+rows and the checkpoint, the next writer first rolls the table back to the checkpointed
+version (`restore`), so the table is always exactly the state as of its checkpoint.
+
+Single writer per directory (`flock`); readers (`projections.reader`, digests) may be anywhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import timedelta
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import structlog
+
+from events import positions
+from events.catalogue import MemoryCommitted, MemoryDeleted
+from events.envelope import Event
+from projections import checkpoint_file
+from projections.checkpoint_file import Checkpoint
+from projections.digest import canonical, digest_columns, vector_token
+from projections.errors import RebuildRequired
+from projections.lance import LanceTable, WriterLock, vectors_from_arrow, vectors_to_arrow
+from projections.memory_rows import (
+    SCALAR_COLUMNS, SCHEMA_VERSION, TABLE, committed_row, deleted_row, memories_schema, memory_id_of,
+)
+from projections.projector import after_checkpoint, last_position
+
+log = structlog.get_logger(__name__)
+
+Row = dict[str, Any]
+
+
+def _digest_table(table: pa.Table) -> str:
+    """Columns in id order; floats rounded here, vectors as [model, sha256(content)]."""
+    columns: dict[str, list[Any]] = {}
+    for f in table.schema:
+        values = table.column(f.name).to_pylist()
+        columns[f.name] = [canonical(v) for v in values] if pa.types.is_floating(f.type) else values
+    columns["vector"] = [vector_token(m, c) for m, c in zip(columns["model"], columns["content"])]
+    return digest_columns(columns, canonicalize=False)
+
+
+class MemoriesProjector:
+    """Folds `memory.committed` / `memory.deleted` into LanceDB under `directory` (single writer)."""
+
+    name = "memories"
+
+    def __init__(self, directory: Path, embedder: Any, *, compact_after_writes: int = 100,
+                 retention: timedelta = timedelta(minutes=10), memo_limit: int = 8192) -> None:
+        self.directory = Path(directory)
+        self.embedder = embedder
+        self.compact_after_writes = compact_after_writes
+        self.retention = retention
+        self.memo_limit = memo_limit
+        self._schema: pa.Schema | None = None
+        self._table = LanceTable(self.directory, TABLE, self._lazy_schema)
+        self._lock = WriterLock(self.directory)
+        self._ck: Checkpoint | None = None
+        self._ck_loaded = False
+        self._recovered = False
+        self._writes_since_optimize = 0
+        self._memo: dict[str, np.ndarray] = {}  # content -> vector, filled by prepare()
+
+    # ------------------------------------------------------------------ identity
+
+    def _lazy_schema(self) -> pa.Schema:
+        if self._schema is None:
+            self._schema = memories_schema(int(self.embedder.dim))
+        return self._schema
+
+    def _meta(self) -> dict[str, Any]:
+        return {"model": self.embedder.model_id, "dim": int(self.embedder.dim), "schema": SCHEMA_VERSION}
+
+    def _check_meta(self, ck: Checkpoint | None, *, dim: bool) -> None:
+        if ck is None or not ck.meta:
+            return
+        want = self._meta() if dim else {"model": self.embedder.model_id, "schema": SCHEMA_VERSION}
+        got = {k: ck.meta.get(k) for k in want}
+        if got != want:
+            raise RebuildRequired(
+                f"projection {self.directory} was built with {got}, this build uses {want}: "
+                "rebuild it from the log (zhiyi replay)")
+
+    # ------------------------------------------------------------------ checkpoint
+
+    async def _current(self) -> Checkpoint | None:
+        if not self._ck_loaded:
+            self._ck = await asyncio.to_thread(checkpoint_file.load, self.directory)
+            self._ck_loaded = True
+        return self._ck
+
+    async def load_checkpoint(self) -> str | None:
+        """The durably stored checkpoint (re-read from disk: another process may be the writer)."""
+        ck = await asyncio.to_thread(checkpoint_file.load, self.directory)
+        self._ck, self._ck_loaded = ck, True
+        self._check_meta(ck, dim=False)
+        if ck is not None and ck.table_version is not None:
+            latest = await self._table.latest_version()
+            if latest is None or latest < ck.table_version:
+                # e.g. a power loss kept the fsynced checkpoint but not the table's last commits
+                raise RebuildRequired(f"table in {self.directory} is at version {latest}, behind its checkpoint "
+                                      f"(version {ck.table_version}, position {ck.position}): rebuild it")
+        return ck.position if ck else None
+
+    async def _save_checkpoint(self, ck: Checkpoint) -> None:
+        """Overridable seam (tests simulate a crash between the rows and the checkpoint)."""
+        await asyncio.to_thread(checkpoint_file.save, self.directory, ck)
+
+    # ------------------------------------------------------------------ fold
+
+    async def prepare(self, events: list[Event]) -> None:
+        """Embed the new contents of an upcoming batch ahead of `apply` (runner overlap)."""
+        ck = await self._current()
+        texts = [e.data.content for e in after_checkpoint(events, ck.position if ck else None)
+                 if isinstance(e.data, MemoryCommitted) and e.data.content not in self._memo]
+        unique = list(dict.fromkeys(texts))
+        if not unique:
+            return
+        vecs = await asyncio.to_thread(self.embedder.embed, unique)
+        self._memo.update(zip(unique, np.asarray(vecs, dtype=np.float32)))
+        excess = len(self._memo) - self.memo_limit
+        if excess > 0:
+            for k in list(islice(self._memo, excess)):
+                del self._memo[k]
+
+    async def _recover(self) -> None:
+        """Once per writer: roll back commits made after the checkpoint (a crash between the rows
+        and the checkpoint), so that the table is exactly the state as of its checkpoint."""
+        self._lock.acquire()
+        if self._recovered:
+            return
+        ck = await self._current()
+        self._check_meta(ck, dim=True)
+        self._recovered = True
+        if ck is None or ck.table_version is None:
+            return  # nothing to roll back to: replays rely on the per-row positions
+        latest = await self._table.latest_version()
+        if latest is not None and latest > ck.table_version:
+            version = await self._table.restore(ck.table_version)
+            await self._save_checkpoint(Checkpoint(ck.projector, ck.position, version, ck.meta))
+            self._ck = Checkpoint(ck.projector, ck.position, version, ck.meta)
+            log.warning("memories.rolled_back", uncheckpointed_version=latest, restored=ck.table_version,
+                        position=ck.position)
+
+    async def apply(self, events: list[Event]) -> None:
+        if not events:
+            return
+        await self._recover()
+        ck = await self._current()
+        fresh = after_checkpoint(events, ck.position if ck else None)
+        if not fresh:
+            return
+        started = time.perf_counter()
+        folded = [e for e in fresh if memory_id_of(e) is not None]
+        rows, upsert = await self._fold(folded) if folded else ([], False)
+        if rows:
+            await self._embed_missing(rows)
+            version: int | None = await self._table.write(self._to_arrow(rows), upsert=upsert)
+            self._writes_since_optimize += 1
+        else:
+            version = await self._table.version()
+        new = Checkpoint(self.name, last_position(fresh, ck.position if ck else None), version, self._meta())
+        await self._save_checkpoint(new)
+        self._ck = new
+        log.debug("memories.applied", events=len(fresh), rows=len(rows), upsert=upsert,
+                  position=new.position, ms=round((time.perf_counter() - started) * 1000, 1))
+        if self.compact_after_writes and self._writes_since_optimize >= self.compact_after_writes:
+            await self.maintain()
+
+    async def _fold(self, events: list[Event]) -> tuple[list[Row], bool]:
+        """Fold in memory; returns (changed rows, whether any of them already exists in the table)."""
+        ids = list(dict.fromkeys(memory_id_of(e) for e in events))
+        existing = await self._fetch(ids)  # type: ignore[arg-type]
+        work: dict[str, Row] = dict(existing)
+        changed: dict[str, None] = {}
+        for e in events:
+            mid = memory_id_of(e)
+            assert mid is not None
+            row = work.get(mid)
+            if row is not None and positions.key(row["position"]) >= positions.key(e.position):
+                continue  # already applied (redelivery or replay after a crash)
+            if isinstance(e.data, MemoryCommitted):
+                if row is not None:
+                    log.warning("memories.duplicate_commit", memory_id=mid, position=e.position)
+                    continue
+                work[mid] = committed_row(e, self.embedder.model_id)
+            elif isinstance(e.data, MemoryDeleted):
+                if row is None:
+                    log.warning("memories.delete_unknown", memory_id=mid, position=e.position)
+                    continue
+                work[mid] = deleted_row(row, e)
+            changed[mid] = None
+        rows = [work[m] for m in changed]
+        return rows, any(m in existing for m in changed)
+
+    async def _fetch(self, ids: list[str]) -> dict[str, Row]:
+        if not ids or not await self._table.exists():
+            return {}
+        table = await self._table.fetch_keys(ids)
+        if table.num_rows == 0:
+            return {}
+        vecs = vectors_from_arrow(table.column("vector"), int(self.embedder.dim))
+        rows = table.drop_columns(["vector"]).to_pylist()
+        for row, vec in zip(rows, vecs):
+            row["vector"] = vec
+        return {r["id"]: r for r in rows}
+
+    async def _embed_missing(self, rows: list[Row]) -> None:
+        todo = [r for r in rows if r["vector"] is None]
+        if not todo:
+            return
+        need = list(dict.fromkeys(r["content"] for r in todo if r["content"] not in self._memo))
+        fresh: dict[str, np.ndarray] = {}
+        if need:
+            vecs = np.asarray(await asyncio.to_thread(self.embedder.embed, need), dtype=np.float32)
+            if vecs.shape != (len(need), int(self.embedder.dim)):
+                raise RebuildRequired(f"embedder returned {vecs.shape}, expected ({len(need)}, {self.embedder.dim})")
+            fresh = dict(zip(need, vecs))
+        for r in todo:
+            r["vector"] = fresh[r["content"]] if r["content"] in fresh else self._memo[r["content"]]
+        for r in todo:
+            self._memo.pop(r["content"], None)
+
+    def _to_arrow(self, rows: list[Row]) -> pa.Table:
+        schema = self._lazy_schema()
+        arrays = []
+        for f in schema:
+            if f.name == "vector":
+                arrays.append(vectors_to_arrow(np.stack([r["vector"] for r in rows]), int(self.embedder.dim)))
+            else:
+                arrays.append(pa.array([r[f.name] for r in rows], type=f.type))
+        return pa.Table.from_arrays(arrays, schema=schema)
+
+    # ------------------------------------------------------------------ digest, upkeep
+
+    async def digest(self) -> str:
+        """Digest of the rows as of the checkpoint (the table version it records), column-wise."""
+        ck = await asyncio.to_thread(checkpoint_file.load, self.directory)
+        if ck is None or ck.table_version is None or not await self._table.exists():
+            table = memories_schema(1).empty_table().select(SCALAR_COLUMNS)
+        else:
+            table = (await self._table.scan(SCALAR_COLUMNS, ck.table_version)).sort_by("id")
+        return await asyncio.to_thread(_digest_table, table)
+
+    async def maintain(self) -> None:
+        """Compact, refresh the id index, prune versions older than `retention` (digest unchanged)."""
+        if not await self._table.exists():
+            return
+        await self._recover()
+        ck = await self._current()
+        before = await self._table.version()
+        started = time.perf_counter()
+        stats, version = await self._table.optimize(self.retention)
+        self._writes_since_optimize = 0
+        if ck is not None and ck.table_version == before and version != before:
+            # Same rows, newer version: keep the checkpoint pointing at a version that is kept.
+            moved = Checkpoint(ck.projector, ck.position, version, ck.meta)
+            await self._save_checkpoint(moved)
+            self._ck = moved
+        log.info("memories.optimized", version=version, ms=round((time.perf_counter() - started) * 1000, 1),
+                 stats=str(stats))
+
+    async def close(self) -> None:
+        await self._table.close()
+        self._lock.release()
+        self._recovered = False
+        self._memo.clear()

@@ -1,0 +1,258 @@
+"""The memories projector against a real Redis log and a real LanceDB table in tmp_path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from events.catalogue import AgentRegistered, MemoryCommitted, MemoryDeleted, RecallServed, new_event
+from events.envelope import Event, UnknownPayload
+from events.hlc import HLC, iso_from_ms
+from projections import checkpoint_file
+from projections.checkpoint_file import Checkpoint
+from projections.errors import ProjectionBusy, RebuildRequired
+from projections.hash_embedder import HashEmbedder
+from projections.memories import MemoriesProjector
+from projections.reader import MemoriesReader
+from projections.runner import ProjectionRunner
+
+
+def commit(mid: str, content: str, ns: str = "shared", agent: str = "alice", **kw) -> Event:
+    return new_event(MemoryCommitted(mid, content, ns, kw.pop("category", "fact"), kw.pop("decay_class", "system_fact"),
+                                     **kw), ns=ns, agent=agent)
+
+
+def delete(mid: str, version: int, reason: str = "", ns: str = "shared", agent: str = "bob") -> Event:
+    return new_event(MemoryDeleted(mid, ns, version, reason), ns=ns, agent=agent)
+
+
+async def append(store, *events: Event) -> list[Event]:
+    res = await store.append(list(events))
+    return [await store.get(p) for p in res.positions]
+
+
+class CrashBeforeCheckpoint(MemoriesProjector):
+    """Writes its rows, then 'crashes' once instead of writing the checkpoint."""
+
+    crashes = 1
+
+    async def _save_checkpoint(self, ck: Checkpoint) -> None:
+        if self.crashes and ck.position is not None and self._ck is not None:
+            self.crashes -= 1
+            raise OSError("simulated crash between the rows and the checkpoint")
+        await super()._save_checkpoint(ck)
+
+
+@pytest.fixture
+def embedder() -> HashEmbedder:
+    return HashEmbedder(dim=16)
+
+
+async def test_commit_and_delete_fold_into_rows(store, tmp_path: Path, embedder) -> None:
+    evs = await append(store,
+                       commit("m1", "nginx listens on 8080", tags=("ops", "nginx"), depends_on=("m0",), kind="L2",
+                              tier="core", source="user_verbal", derived_from="ep-1"),
+                       commit("m2", "用户偏好：结论先行", ns="alice-main", category="preference",
+                              decay_class="user_pref"))
+    dels = await append(store, delete("m1", 2, "duplicate"))
+    p = MemoriesProjector(tmp_path, embedder)
+    await p.apply(evs + dels)
+    assert await p.load_checkpoint() == dels[0].position
+
+    reader = MemoriesReader(tmp_path)
+    m1, m2 = reader.get("m1"), reader.get("m2")
+    ts1 = iso_from_ms(HLC.parse(evs[0].hlc).wall_ms)
+    assert m1 is not None and m2 is not None
+    assert (m1["content"], m1["namespace"], m1["agent_id"], m1["kind"], m1["tier"], m1["source"]) == \
+        ("nginx listens on 8080", "shared", "alice", "L2", "core", "user_verbal")
+    assert m1["tags"] == ["ops", "nginx"] and m1["depends_on"] == ["m0"] and m1["derived_from"] == "ep-1"
+    assert m1["timestamp"] == ts1 and m1["last_recalled_at"] == ""
+    assert m1["is_deleted"] is True and m1["version"] == 2 and m1["position"] == dels[0].position
+    assert [h["reason"] for h in m1["version_history"]] == ["initial", "deleted: duplicate"]
+    assert m1["version_history"][0] == {"version": 1, "content": "nginx listens on 8080", "updated_by": "alice",
+                                        "source": "user_verbal", "trigger": "none", "reason": "initial",
+                                        "timestamp": ts1}
+    assert m1["version_history"][1]["updated_by"] == "bob"
+    assert m1["version_history"][1]["timestamp"] == iso_from_ms(HLC.parse(dels[0].hlc).wall_ms)
+    assert m2["is_deleted"] is False and m2["version"] == 1 and m2["category"] == "preference"
+    assert (m2["importance"], m2["quality_score"], m2["freshness"]) == (1.0, 0.5, "fresh")
+    assert (m2["recall_count"], m2["useful_count"], m2["not_useful_count"]) == (0, 0, 0)
+    assert m2["volatile_flag"] is False and m2["model"] == embedder.model_id
+
+    table = await p._table.open()
+    schema = await table.schema()
+    assert schema.field("vector").type.list_size == embedder.dim
+    assert str(schema.field("importance").type) == "float" and str(schema.field("version").type) == "int32"
+    assert any(ix.columns == ["id"] and ix.index_type == "BTree" for ix in await table.list_indices())
+    await p.close()
+
+
+async def test_applying_a_batch_twice_changes_nothing(store, tmp_path: Path, embedder) -> None:
+    evs = await append(store, commit("a", "one"), commit("b", "two"), delete("a", 2, "x"))
+    p = MemoriesProjector(tmp_path, embedder)
+    await p.apply(evs)
+    first, version = await p.digest(), await p._table.version()
+    await p.apply(evs)
+    await p.apply(evs[1:])
+    assert await p.digest() == first and await p._table.version() == version
+    await p.close()
+    again = MemoriesProjector(tmp_path, embedder)  # a new instance that re-reads the checkpoint
+    await again.apply(evs)
+    assert await again.digest() == first
+    await again.close()
+
+
+async def test_unknown_and_unfolded_events_advance_the_checkpoint(store, tmp_path: Path, embedder) -> None:
+    evs = await append(store,
+                       Event(type="future.event", data=UnknownPayload({"x": 1}), ns="shared", agent="a"),
+                       new_event(AgentRegistered("a", "generic", "a-main", "a-ephemeral", "h" * 64), ns="a-main",
+                                 agent="a"),
+                       new_event(RecallServed("q", ("shared",), (), ()), ns="shared", agent="a"))
+    assert (await store.get(evs[0].position)).data == UnknownPayload({"x": 1})
+    p = MemoriesProjector(tmp_path, embedder)
+    await p.apply(evs)
+    assert await p.load_checkpoint() == evs[-1].position
+    assert await p.digest() == await MemoriesProjector(tmp_path / "empty", embedder).digest()  # no rows
+    assert not await p._table.exists()
+    await p.close()
+
+
+async def test_crash_between_rows_and_checkpoint_then_restart(store, tmp_path: Path, embedder) -> None:
+    batch1 = await append(store, commit("a", "alpha"), commit("b", "beta"))
+    batch2 = await append(store, delete("a", 2, "wrong"), commit("c", "gamma"), delete("c", 2))
+    batch3 = await append(store, commit("d", "delta"))
+
+    reference = MemoriesProjector(tmp_path / "reference", embedder)
+    await ProjectionRunner(store, reference, publish=False, batch_size=1).catch_up()
+    expected = await reference.digest()
+    await reference.close()
+
+    live = tmp_path / "live"
+    crashy = CrashBeforeCheckpoint(live, embedder)
+    await crashy.apply(batch1)
+    digest_before = await crashy.digest()
+    with pytest.raises(OSError, match="simulated crash"):
+        await crashy.apply(batch2)
+    # the rows of batch 2 are in the table, the checkpoint still says batch 1
+    assert await crashy.load_checkpoint() == batch1[-1].position
+    assert await crashy.digest() == digest_before  # the digest is as of the checkpoint
+    await crashy.close()
+
+    restarted = MemoriesProjector(live, embedder)
+    runner = ProjectionRunner(store, restarted, publish=False)
+    assert await runner.catch_up() == batch3[-1].position
+    assert runner.events_applied == len(batch2) + len(batch3)
+    assert await restarted.digest() == expected
+    await restarted.close()
+    history = MemoriesReader(live).get("a")["version_history"]
+    assert [h["reason"] for h in history] == ["initial", "deleted: wrong"]  # not appended twice
+
+
+async def test_replaying_over_existing_rows_without_a_checkpoint(store, tmp_path: Path, embedder) -> None:
+    evs = await append(store, commit("a", "alpha"), commit("b", "beta"), delete("a", 2, "gone"), commit("c", "c"))
+    p = MemoriesProjector(tmp_path, embedder)
+    await p.apply(evs[:3])
+    await p.apply(evs[3:])
+    expected = await p.digest()
+    await p.close()
+    (tmp_path / "checkpoint.json").unlink()  # lost: every event is delivered again
+    again = MemoriesProjector(tmp_path, embedder)
+    await again.apply(evs[:2])
+    await again.apply(evs[2:])
+    assert await again.digest() == expected
+    await again.close()
+    assert [h["reason"] for h in MemoriesReader(tmp_path).get("a")["version_history"]] == ["initial", "deleted: gone"]
+
+
+async def test_deletes_find_rows_in_the_unindexed_tail_and_after_restart(store, tmp_path: Path, embedder) -> None:
+    p = MemoriesProjector(tmp_path, embedder, compact_after_writes=0)
+    for i in range(12):  # twelve small writes: twelve unindexed fragments
+        await p.apply(await append(store, commit(f"m{i}", f"memory {i}")))
+    await p.apply(await append(store, delete("m11", 2, "tail")))
+    await p.maintain()  # everything indexed now
+    await p.apply(await append(store, delete("m3", 2, "indexed"), commit("n1", "new one")))
+    await p.close()
+    fresh = MemoriesProjector(tmp_path, embedder)  # does not know which keys are unindexed
+    await fresh.apply(await append(store, delete("n1", 2, "after restart")))
+    await fresh.close()
+    reader = MemoriesReader(tmp_path)
+    assert {m: reader.get(m)["is_deleted"] for m in ("m11", "m3", "n1", "m0")} == \
+        {"m11": True, "m3": True, "n1": True, "m0": False}
+    assert reader.count() == 10
+
+
+async def test_maintain_compacts_without_changing_the_digest(store, tmp_path: Path, embedder) -> None:
+    p = MemoriesProjector(tmp_path, embedder, compact_after_writes=0)
+    for i in range(20):
+        await p.apply(await append(store, commit(f"m{i}", f"memory number {i}")))
+    table = await p._table.open()
+    before = (await table.stats())["fragment_stats"]["num_fragments"]
+    digest = await p.digest()
+    await p.maintain()
+    after = (await table.stats())["fragment_stats"]["num_fragments"]
+    assert before >= 20 and after < before
+    assert await p.digest() == digest
+    ck = await p.load_checkpoint()
+    await p.apply(await append(store, commit("late", "after maintain")))
+    assert await p.load_checkpoint() != ck
+    await p.close()
+
+
+async def test_auto_compaction_after_many_small_writes(store, tmp_path: Path, embedder) -> None:
+    p = MemoriesProjector(tmp_path, embedder, compact_after_writes=10)
+    for i in range(25):
+        await p.apply(await append(store, commit(f"m{i}", f"memory {i}")))
+    table = await p._table.open()
+    assert (await table.stats())["fragment_stats"]["num_fragments"] <= 8
+    await p.close()
+
+
+async def test_a_projection_built_with_another_model_requires_a_rebuild(store, tmp_path: Path) -> None:
+    evs = await append(store, commit("a", "alpha"))
+    p = MemoriesProjector(tmp_path, HashEmbedder(dim=16, model_id="model-a"))
+    await p.apply(evs)
+    await p.close()
+    other = MemoriesProjector(tmp_path, HashEmbedder(dim=16, model_id="model-b"))
+    with pytest.raises(RebuildRequired):
+        await other.load_checkpoint()
+    with pytest.raises(RebuildRequired):
+        await other.apply(await append(store, commit("b", "beta")))
+    await other.close()
+
+
+async def test_a_second_writer_on_the_same_directory_is_refused(store, tmp_path: Path, embedder) -> None:
+    evs = await append(store, commit("a", "alpha"), commit("b", "beta"))
+    first, second = MemoriesProjector(tmp_path, embedder), MemoriesProjector(tmp_path, embedder)
+    await first.apply(evs[:1])
+    with pytest.raises(ProjectionBusy):
+        await second.apply(evs)
+    await first.close()
+    await second.apply(evs)
+    assert await second.load_checkpoint() == evs[-1].position
+    await second.close()
+
+
+async def test_one_embed_call_per_batch_and_prepare_is_reused(store, tmp_path: Path, embedder) -> None:
+    evs = await append(store, *[commit(f"m{i}", f"text {i % 5}") for i in range(12)])
+    p = MemoriesProjector(tmp_path, embedder)
+    await p.apply(evs[:6])
+    assert (embedder.calls, embedder.texts) == (1, 5)  # duplicates embedded once
+    await p.prepare(evs[6:])
+    calls = embedder.calls
+    await p.apply(evs[6:])
+    assert embedder.calls == calls  # the prepared vectors were used
+    await p.close()
+    raw = orjson.loads((tmp_path / "checkpoint.json").read_bytes())
+    assert raw["meta"] == {"model": embedder.model_id, "dim": 16, "schema": 1}
+
+
+async def test_a_table_behind_its_checkpoint_is_refused(store, tmp_path: Path, embedder) -> None:
+    p = MemoriesProjector(tmp_path, embedder)
+    await p.apply(await append(store, commit("a", "alpha")))
+    await p.close()
+    ck = checkpoint_file.load(tmp_path)
+    checkpoint_file.save(tmp_path, Checkpoint(ck.projector, ck.position, ck.table_version + 5, ck.meta))
+    with pytest.raises(RebuildRequired, match="behind its checkpoint"):
+        await MemoriesProjector(tmp_path, embedder).load_checkpoint()

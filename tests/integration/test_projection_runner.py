@@ -1,0 +1,179 @@
+"""The projection runner: catch-up, tailing with a stop event, notify, reset detection, upkeep."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+import redis.exceptions
+
+from events import positions
+from events.catalogue import MemoryCommitted, new_event
+from events.errors import LogResetError
+from projections.hash_embedder import HashEmbedder
+from projections.memories import MemoriesProjector
+from projections.runner import ProjectionRunner
+
+
+def commit(i: int) -> object:
+    return new_event(MemoryCommitted(f"m{i}", f"memory {i}", "shared", "fact", "system_fact"), ns="shared",
+                     agent="alice")
+
+
+async def append_n(store, start: int, n: int) -> list[str]:
+    return (await store.append([commit(i) for i in range(start, start + n)])).positions
+
+
+class CountingMaintain(MemoriesProjector):
+    maintained = 0
+
+    async def maintain(self) -> None:
+        self.maintained += 1
+        await super().maintain()
+
+
+class FlakyApply(MemoriesProjector):
+    """Fails its first apply with a transient Redis error, then works."""
+
+    failures = 1
+
+    async def apply(self, events) -> None:
+        if self.failures:
+            self.failures -= 1
+            raise redis.exceptions.ConnectionError("connection reset (injected)")
+        await super().apply(events)
+
+
+class BrokenApply(MemoriesProjector):
+    async def apply(self, events) -> None:
+        raise ValueError("a bug in the fold")
+
+
+async def wait_for(predicate, timeout_s: float = 5.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while not await predicate():
+        assert loop.time() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.01)
+
+
+async def test_catch_up_applies_in_batches_publishes_and_notifies(store, tmp_path: Path) -> None:
+    pos = await append_n(store, 0, 7)
+    seen: list[tuple[str, str]] = []
+    p = MemoriesProjector(tmp_path, HashEmbedder())
+    runner = ProjectionRunner(store, p, batch_size=3, notify=lambda n, q: seen.append((n, q)))
+    assert await runner.catch_up() == pos[-1]
+    assert runner.events_applied == 7
+    assert seen == [("memories", pos[2]), ("memories", pos[5]), ("memories", pos[6])]
+    assert await store.checkpoint("memories") == pos[-1]
+    assert await runner.catch_up() == pos[-1]  # nothing new: nothing applied, same checkpoint
+    assert runner.events_applied == 7
+    await p.close()
+
+
+async def test_catch_up_until_stops_there_and_resumes_later(store, tmp_path: Path) -> None:
+    pos = await append_n(store, 0, 6)
+    p = MemoriesProjector(tmp_path, HashEmbedder())
+    assert await ProjectionRunner(store, p, batch_size=4).catch_up(until=pos[2]) == pos[2]
+    assert await p.load_checkpoint() == pos[2]
+    assert await ProjectionRunner(store, p).catch_up() == pos[-1]
+    await p.close()
+
+
+async def test_run_tails_until_stopped_and_resumes_from_its_checkpoint(store, tmp_path: Path) -> None:
+    seen: list[str] = []
+    p = MemoriesProjector(tmp_path, HashEmbedder())
+    stop = asyncio.Event()
+    task = asyncio.create_task(ProjectionRunner(store, p, block_ms=50, notify=lambda n, q: seen.append(q)).run(stop))
+    first = await append_n(store, 0, 3)
+    await wait_for(lambda: _at(store, first[-1]))
+    second = await append_n(store, 3, 2)
+    await wait_for(lambda: _at(store, second[-1]))
+    assert seen[-1] == second[-1] and all(positions.key(a) < positions.key(b) for a, b in zip(seen, seen[1:]))
+    stop.set()
+    await asyncio.wait_for(task, 2.0)
+    await p.close()
+
+    third = await append_n(store, 5, 2)
+    again = MemoriesProjector(tmp_path, HashEmbedder())
+    runner = ProjectionRunner(store, again)
+    assert await runner.catch_up() == third[-1]
+    assert runner.events_applied == 2  # only what came after the stored checkpoint
+    await again.close()
+
+
+async def _at(store, position: str) -> bool:
+    return positions.reached(await store.checkpoint("memories"), position)
+
+
+async def test_a_reset_log_stops_the_runner_loudly(store, redis, tmp_path: Path) -> None:
+    await append_n(store, 0, 3)
+    p = MemoriesProjector(tmp_path, HashEmbedder())
+    await ProjectionRunner(store, p).catch_up()
+    await redis.flushall()  # the log is lost
+    with pytest.raises(LogResetError):
+        await ProjectionRunner(store, p).catch_up()
+    stop = asyncio.Event()
+    with pytest.raises(LogResetError):
+        await asyncio.wait_for(ProjectionRunner(store, p, block_ms=50).run(stop), 5.0)
+    await p.close()
+
+
+async def test_maintain_runs_at_most_every_interval_and_only_after_changes(store, tmp_path: Path) -> None:
+    now = [0.0]
+    p = CountingMaintain(tmp_path, HashEmbedder(), compact_after_writes=0)
+    runner = ProjectionRunner(store, p, maintain_every_s=60, clock=lambda: now[0], block_ms=20)
+    await append_n(store, 0, 2)
+    await runner.catch_up()
+    assert p.maintained == 0  # too early
+    now[0] = 61
+    await runner.catch_up()
+    assert p.maintained == 0  # nothing applied in this call, nothing to wait for
+    await append_n(store, 2, 1)
+    await runner.catch_up()
+    assert p.maintained == 1
+    now[0] = 62
+    await append_n(store, 3, 1)
+    await runner.catch_up()
+    assert p.maintained == 1  # less than 60 s since the last one
+    now[0] = 200
+    stop = asyncio.Event()
+    task = asyncio.create_task(runner.run(stop))
+    await wait_for(lambda: _maintained(p, 1))  # idle, but something was applied since the last one
+    now[0] = 400
+    await asyncio.sleep(0.2)  # idle loops: nothing applied since, so no further maintenance
+    stop.set()
+    await task
+    assert p.maintained == 2
+    await p.close()
+
+
+async def _maintained(p: CountingMaintain, more_than: int) -> bool:
+    return p.maintained > more_than
+
+
+async def test_transient_redis_errors_are_retried(store, tmp_path: Path) -> None:
+    pos = await append_n(store, 0, 3)
+    p = FlakyApply(tmp_path, HashEmbedder())
+    runner = ProjectionRunner(store, p)
+    assert await runner.catch_up() == pos[-1]
+    assert p.failures == 0 and runner.events_applied == 3
+    await p.close()
+
+
+async def test_a_failing_projector_is_not_swallowed(store, tmp_path: Path) -> None:
+    await append_n(store, 0, 1)
+    p = BrokenApply(tmp_path, HashEmbedder())
+    with pytest.raises(ValueError, match="a bug in the fold"):
+        await asyncio.wait_for(ProjectionRunner(store, p, block_ms=20).run(asyncio.Event()), 5.0)
+    assert await store.checkpoint("memories") is None
+    await p.close()
+
+
+async def test_scratch_runners_do_not_publish(store, tmp_path: Path) -> None:
+    await append_n(store, 0, 2)
+    p = MemoriesProjector(tmp_path, HashEmbedder())
+    await ProjectionRunner(store, p, publish=False).catch_up()
+    assert await store.checkpoints() == {}
+    await p.close()
