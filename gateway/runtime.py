@@ -66,6 +66,7 @@ async def resources(app: web.Application) -> AsyncIterator[None]:
         for p in projectors:
             with contextlib.suppress(Exception):
                 await p.close()
+        reader.close()
         if owns_embedder:
             with contextlib.suppress(Exception):
                 embedder.close()

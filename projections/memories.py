@@ -38,7 +38,7 @@ from projections.digest import canonical, digest_columns, vector_token
 from projections.errors import RebuildRequired
 from projections.lance import LanceTable, WriterLock, vectors_from_arrow, vectors_to_arrow
 from projections.memory_rows import (
-    SCALAR_COLUMNS, SCHEMA_VERSION, TABLE, committed_row, deleted_row, memories_schema, memory_id_of,
+    FILTER_COLUMNS, SCALAR_COLUMNS, SCHEMA_VERSION, TABLE, committed_row, deleted_row, memories_schema, memory_id_of,
 )
 from projections.projector import after_checkpoint, last_position
 
@@ -63,19 +63,23 @@ class MemoriesProjector:
     name = "memories"
 
     def __init__(self, directory: Path, embedder: Any, *, compact_after_writes: int = 100,
+                 compact_after_rows: int = 5000, vector_index_min_rows: int = 5000,
                  retention: timedelta = timedelta(minutes=10), memo_limit: int = 8192) -> None:
         self.directory = Path(directory)
         self.embedder = embedder
         self.compact_after_writes = compact_after_writes
+        self.compact_after_rows = compact_after_rows  # rows written since the last optimize
+        self.vector_index_min_rows = vector_index_min_rows
         self.retention = retention
         self.memo_limit = memo_limit
         self._schema: pa.Schema | None = None
-        self._table = LanceTable(self.directory, TABLE, self._lazy_schema)
+        self._table = LanceTable(self.directory, TABLE, self._lazy_schema, bitmap_columns=FILTER_COLUMNS)
         self._lock = WriterLock(self.directory)
         self._ck: Checkpoint | None = None
         self._ck_loaded = False
         self._recovered = False
         self._writes_since_optimize = 0
+        self._rows_since_optimize = 0
         self._memo: dict[str, np.ndarray] = {}  # content -> vector, filled by prepare()
 
     # ------------------------------------------------------------------ identity
@@ -174,6 +178,7 @@ class MemoriesProjector:
             await self._embed_missing(rows)
             version: int | None = await self._table.write(self._to_arrow(rows), upsert=upsert)
             self._writes_since_optimize += 1
+            self._rows_since_optimize += len(rows)
         else:
             version = await self._table.version()
         new = Checkpoint(self.name, last_position(fresh, ck.position if ck else None), version, self._meta())
@@ -181,7 +186,8 @@ class MemoriesProjector:
         self._ck = new
         log.debug("memories.applied", events=len(fresh), rows=len(rows), upsert=upsert,
                   position=new.position, ms=round((time.perf_counter() - started) * 1000, 1))
-        if self.compact_after_writes and self._writes_since_optimize >= self.compact_after_writes:
+        if (self.compact_after_writes and self._writes_since_optimize >= self.compact_after_writes) or \
+                (self.compact_after_rows and self._rows_since_optimize >= self.compact_after_rows):
             await self.maintain()
 
     async def _fold(self, events: list[Event]) -> tuple[list[Row], bool]:
@@ -260,15 +266,19 @@ class MemoriesProjector:
         return await asyncio.to_thread(_digest_table, table)
 
     async def maintain(self) -> None:
-        """Compact, refresh the id index, prune versions older than `retention` (digest unchanged)."""
+        """Compact, refresh the indexes (creating the vector index once the table is big enough),
+        prune versions older than `retention`; the digest is unchanged."""
         if not await self._table.exists():
             return
         await self._recover()
         ck = await self._current()
         before = await self._table.version()
         started = time.perf_counter()
+        if self.vector_index_min_rows:
+            await self._table.ensure_vector_index("vector", self.vector_index_min_rows)
         stats, version = await self._table.optimize(self.retention)
         self._writes_since_optimize = 0
+        self._rows_since_optimize = 0
         if ck is not None and ck.table_version == before and version != before:
             # Same rows, newer version: keep the checkpoint pointing at a version that is kept.
             moved = Checkpoint(ck.projector, ck.position, version, ck.meta)

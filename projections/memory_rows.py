@@ -19,6 +19,7 @@ from events.hlc import iso_from_ms
 
 SCHEMA_VERSION = 1
 TABLE = "memories"
+FILTER_COLUMNS = ("namespace", "is_deleted")  # every recall prefilters on these: Bitmap-indexed
 
 # Defaults at commit (seed 2.2): neutral quality until feedback, importance 1.0, fresh.
 IMPORTANCE_AT_COMMIT = 1.0

@@ -8,6 +8,7 @@ between `_candidates` and `_finish` without changing the request/hit shapes.
 from __future__ import annotations
 
 import asyncio
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,10 +56,35 @@ class RecallHit:
                    timestamp=row.get("timestamp", ""), freshness=row.get("freshness", "fresh"))
 
 
+class QueryVectors:
+    """Query text -> vector, with a small in-memory LRU.
+
+    Queries bypass the persistent embedding cache (it holds memory contents, which is what makes
+    replays fast; one-off query strings would only bloat it and cost a disk write per recall).
+    """
+
+    def __init__(self, embedder: Any, capacity: int = 2048) -> None:
+        self.embedder = getattr(embedder, "inner", embedder)  # CachedEmbedder -> the model itself
+        self.capacity = capacity
+        self._lru: OrderedDict[str, np.ndarray] = OrderedDict()
+
+    async def vector(self, query: str) -> np.ndarray:
+        hit = self._lru.get(query)
+        if hit is not None:
+            self._lru.move_to_end(query)
+            return hit
+        vecs = await asyncio.to_thread(self.embedder.embed, [query])
+        vec = np.asarray(vecs, dtype=np.float32)[0]
+        self._lru[query] = vec
+        if len(self._lru) > self.capacity:
+            self._lru.popitem(last=False)
+        return vec
+
+
 class RecallService:
     def __init__(self, reader: MemoriesReader, embedder: Any) -> None:
         self.reader = reader
-        self.embedder = embedder
+        self.queries = QueryVectors(embedder)
 
     async def recall(self, req: RecallRequest) -> list[RecallHit]:
         req = req.validated()
@@ -69,11 +95,10 @@ class RecallService:
         return self._finish(rows, req)
 
     async def _encode(self, query: str) -> np.ndarray:
-        vecs = await asyncio.to_thread(self.embedder.embed, [query])
-        return np.asarray(vecs, dtype=np.float32)[0]
+        return await self.queries.vector(query)
 
     async def _candidates(self, vector: np.ndarray, req: RecallRequest) -> list[dict[str, Any]]:
-        return await asyncio.to_thread(self.reader.search, vector, req.namespaces, req.top_k)
+        return await self.reader.asearch(vector, req.namespaces, req.top_k)
 
     @staticmethod
     def _finish(rows: list[dict[str, Any]], req: RecallRequest) -> list[RecallHit]:

@@ -200,6 +200,31 @@ async def test_maintain_compacts_without_changing_the_digest(store, tmp_path: Pa
     await p.close()
 
 
+async def test_vector_index_is_built_at_the_threshold_and_fresh_rows_stay_searchable(
+        store, tmp_path: Path, embedder) -> None:
+    p = MemoriesProjector(tmp_path, embedder, compact_after_writes=0, compact_after_rows=0, vector_index_min_rows=200)
+
+    async def vector_indexed() -> bool:
+        return any(list(ix.columns) == ["vector"] for ix in await (await p._table.open()).list_indices())
+
+    await p.apply(await append(store, *[commit(f"m{i}", f"memory number {i}") for i in range(150)]))
+    await p.maintain()
+    assert not await vector_indexed()  # below the threshold: exhaustive search only
+    await p.apply(await append(store, *[commit(f"m{i}", f"memory number {i}") for i in range(150, 260)]))
+    digest = await p.digest()
+    await p.maintain()
+    assert await vector_indexed() and await p.digest() == digest
+    await p.apply(await append(store, commit("late", "written after the index was built", ns="bob-main")))
+    reader = MemoriesReader(tmp_path)
+    hits = await reader.asearch(embedder.vector("written after the index was built"), ["bob-main", "shared"], 5)
+    assert hits[0]["id"] == "late" and hits[0]["score"] == pytest.approx(1.0, abs=1e-3)
+    near = await reader.asearch(embedder.vector("memory number 7"), ["shared"], 3)
+    assert near[0]["id"] == "m7" and [h["id"] for h in near] == [h["id"] for h in reader.search(
+        embedder.vector("memory number 7"), ["shared"], 3)]
+    reader.close()
+    await p.close()
+
+
 async def test_auto_compaction_after_many_small_writes(store, tmp_path: Path, embedder) -> None:
     p = MemoriesProjector(tmp_path, embedder, compact_after_writes=10)
     for i in range(25):
