@@ -25,5 +25,10 @@ def projection_dir(root: Path, name: str) -> Path:
     return projections_root(root) / name
 
 
-def make_projectors(data_dir: Path, embedder: Any) -> list[Projector]:
+def make_projectors(data_dir: Path, embedder: Any, *, offline: bool = False) -> list[Projector]:
+    """The projectors over `data_dir`. `offline` (a rebuild): no serving indexes are built while
+    folding (a live projector adds them on its first `maintain` if the directory is ever served)."""
+    if offline:
+        return [MemoriesProjector(projection_dir(data_dir, "memories"), embedder, compact_after_rows=0,
+                                  vector_index_min_rows=0)]
     return [MemoriesProjector(projection_dir(data_dir, "memories"), embedder)]

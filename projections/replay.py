@@ -68,7 +68,7 @@ async def rebuild(store: EventStore, directory: Path, embedder: Any,
     projector mapped to None folds nothing (its live counterpart has applied nothing yet).
     """
     _require_empty(Path(directory))
-    projectors = make_projectors(Path(directory), embedder)
+    projectors = make_projectors(Path(directory), embedder, offline=True)
     out: dict[str, ProjectionDigest] = {}
     try:
         for p in projectors:

@@ -134,7 +134,8 @@ async def bench(n: int, small: int, workdir: Path, url: str) -> None:
     print(f"(b) warm replay: rebuild of {n} events in {warm:.2f}s = {n / warm:,.0f} events/s including "
           f"maintain + digest (embedded {embedder2.misses}, cache hits {embedder2.hits}); "
           f"digest equal to live: {result['memories'].digest == live_digest}")
-    fold_only = MemoriesProjector(projection_dir(workdir / "replay2", "memories"), embedder2)
+    fold_only = MemoriesProjector(projection_dir(workdir / "replay2", "memories"), embedder2, compact_after_rows=0,
+                                  vector_index_min_rows=0)
     t0 = time.perf_counter()
     await ProjectionRunner(store, fold_only, publish=False, batch_size=500).catch_up()
     folded = time.perf_counter() - t0
