@@ -179,14 +179,21 @@ class EventStore:
         return int(await self.redis.xlen(keys.STREAM))
 
     async def check_not_reset(self, checkpoint: str | None) -> None:
-        """Raise LogResetError when a checkpoint lies beyond the stream's last id."""
+        """Raise LogResetError unless the event at `checkpoint` is still in the log.
+
+        The log is never trimmed, so a checkpoint's own event exists for as long as the log it
+        was taken from does. Checking that exact id (not just "is the last id behind it?")
+        also catches a log that was lost and has since received new appends, whose time-based
+        ids all lie beyond any old checkpoint.
+        """
         if not checkpoint or checkpoint == positions.ZERO:
             return
+        if entries(await self.redis.xrange(keys.STREAM, checkpoint, checkpoint, count=1)):
+            return
         last = await self.last_position()
-        if positions.key(last) < positions.key(checkpoint):
-            raise LogResetError(
-                f"checkpoint {checkpoint} is beyond the log's last position {last or 'none'}: "
-                "the log was lost or replaced; rebuild the projections (zhiyi replay) instead of skipping")
+        raise LogResetError(
+            f"checkpoint {checkpoint} is not an event of this log (last position {last or 'none'}): "
+            "the log was lost or replaced; rebuild the projections (zhiyi replay) instead of skipping")
 
     # ------------------------------------------------------------------ checkpoints
 

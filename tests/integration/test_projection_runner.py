@@ -117,6 +117,9 @@ async def test_a_reset_log_stops_the_runner_loudly(store, redis, tmp_path: Path)
     stop = asyncio.Event()
     with pytest.raises(LogResetError):
         await asyncio.wait_for(ProjectionRunner(store, p, block_ms=50).run(stop), 5.0)
+    await append_n(store, 10, 2)  # new appends after the loss: every new id lies beyond the old checkpoint
+    with pytest.raises(LogResetError):
+        await ProjectionRunner(store, p).catch_up()
     await p.close()
 
 

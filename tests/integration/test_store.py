@@ -100,6 +100,9 @@ async def test_reset_log_is_detected(store):
     await store.redis.flushall()
     with pytest.raises(LogResetError):
         await store.check_not_reset(res.position)
+    await store.append([committed("m1"), committed("m2")])  # a new log, with ids beyond the old checkpoint
+    with pytest.raises(LogResetError, match="not an event of this log"):
+        await store.check_not_reset(res.position)
 
 
 async def test_rebuild_indexes_from_the_log(store):
