@@ -2,8 +2,9 @@
 
 - `catch_up(until)` folds everything after the checkpoint up to `until` (or the end) and
   returns the checkpoint; `run(stop)` tails forever (`XREAD BLOCK`) until `stop` is set.
-- Before starting and before every read it calls `store.check_not_reset(checkpoint)` (the event at the checkpoint must still be in the log): a
-  checkpoint beyond the log's end (`LogResetError`) stops the runner loudly, never silently.
+- Before starting and before every read it calls `store.check_not_reset(checkpoint)`: a
+  checkpoint whose event is not in the log (`LogResetError`: the log was lost or replaced)
+  stops the runner loudly, never silently.
 - Reading the next batches (and the projector's optional `prepare`, e.g. embedding: one call
   per batch) overlaps with applying the current one; `prefetch` batches are read ahead, so on a
   multi-core box several batches are embedded at once.
