@@ -25,6 +25,13 @@ from projections.waiter import CheckpointWaiter
 log = structlog.get_logger(__name__)
 
 
+async def _warm_up(embedder) -> None:
+    try:
+        await asyncio.to_thread(embedder.warm_up)
+    except Exception:  # noqa: BLE001 - the first request will load (and report) it again
+        log.exception("embedding.warm_up_failed")
+
+
 async def resources(app: web.Application) -> AsyncIterator[None]:
     settings = app[SETTINGS]
     redis = connect(settings.redis_url)
@@ -46,6 +53,10 @@ async def resources(app: web.Application) -> AsyncIterator[None]:
     app[BACKGROUND] = set()
     app[STOPPING] = asyncio.Event()
     app[RUNNER_TASKS] = []
+    if owns_embedder:
+        warm = asyncio.create_task(_warm_up(embedder), name="embedder:warm_up")
+        app[BACKGROUND].add(warm)
+        warm.add_done_callback(app[BACKGROUND].discard)
     projectors = []
     if settings.run_projectors:
         projectors = [p for p in make_projectors(settings.data_dir, embedder)

@@ -97,6 +97,10 @@ class LocalUSEEmbedder:
                     )
         return self._use
 
+    def warm_up(self) -> None:
+        """Load the model now (about a second) instead of on the first request."""
+        self._model()
+
     def embed(self, texts: list[str]) -> np.ndarray:
         """Embed ``texts`` with USE; returns float32 ``(n, 512)`` unit rows."""
         if not texts:
@@ -302,6 +306,12 @@ class CachedEmbedder:
             self.hits += len(first) - len(missing)
             self.misses += len(missing)
         return np.stack([found[s] for s in shas]).astype(np.float32, copy=False)
+
+    def warm_up(self) -> None:
+        """Load a local model ahead of the first request (HTTP providers need nothing)."""
+        warm = getattr(self.inner, "warm_up", None)
+        if warm is not None:
+            warm()
 
     def close(self) -> None:
         """Close the cache, if any."""
