@@ -13,6 +13,12 @@ HLC_STATE = PREFIX + "hlc"
 CHECKPOINTS = PREFIX + "checkpoints"
 """Hash projector name -> last applied position (published by the projection runner)."""
 
+GENERATIONS = PREFIX + "generations"
+"""Hash '<projector>:<namespace>' -> position of the last applied event that can change what reads
+of that namespace return ('*' = every namespace). Published by the runner with the checkpoint;
+`recall.served` never raises it. Search-cache keys include these, so a cached answer is never
+older than a write it could miss."""
+
 AGENT_KEYS = PREFIX + "agent-keys"
 """Hash sha256(api key) -> agent id. Write-side index, rebuilt by replay."""
 
@@ -35,6 +41,16 @@ def memory(memory_id: str) -> str:
 def idempotency(scope: str, key: str) -> str:
     """Hash {f: fingerprint, r: result, p: positions} kept for the idempotency window."""
     return f"{PREFIX}idem:{scope}:{key}"
+
+
+def generation(projector: str, namespace: str) -> str:
+    """A field of GENERATIONS."""
+    return f"{projector}:{namespace}"
+
+
+def recall_cache(digest: str) -> str:
+    """One cached recall answer (a string with a TTL), keyed by the digest of its inputs."""
+    return f"{PREFIX}cache:recall:{digest}"
 
 
 def heartbeat(instance_id: str) -> str:

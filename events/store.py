@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import AsyncIterator, Sequence
+from typing import AsyncIterator, Mapping, Sequence
 
 import orjson
 import structlog
@@ -197,8 +197,24 @@ class EventStore:
 
     # ------------------------------------------------------------------ checkpoints
 
-    async def publish_checkpoint(self, projector: str, position: str) -> None:
-        await self.redis.hset(keys.CHECKPOINTS, projector, position)
+    async def publish_checkpoint(self, projector: str, position: str,
+                                 generations: Mapping[str, str] | None = None) -> None:
+        """Publish a checkpoint and, atomically with it, the namespaces whose reads it changed
+        ({namespace: position}, see keys.GENERATIONS)."""
+        if not generations:
+            await self.redis.hset(keys.CHECKPOINTS, projector, position)
+            return
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.hset(keys.CHECKPOINTS, projector, position)
+        pipe.hset(keys.GENERATIONS, mapping={keys.generation(projector, ns): pos for ns, pos in generations.items()})
+        await pipe.execute()
+
+    async def generations(self, fields: Sequence[tuple[str, str]]) -> list[str]:
+        """The generation of each (projector, namespace); "" for one never changed."""
+        if not fields:
+            return []
+        vals = await self.redis.hmget(keys.GENERATIONS, [keys.generation(p, ns) for p, ns in fields])
+        return [as_str(v) if v is not None else "" for v in vals]
 
     async def checkpoints(self) -> dict[str, str]:
         return hash_to_str(await self.redis.hgetall(keys.CHECKPOINTS))

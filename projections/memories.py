@@ -163,6 +163,12 @@ class MemoriesProjector:
             log.warning("memories.rolled_back", uncheckpointed_version=latest, restored=ck.table_version,
                         position=ck.position)
 
+    def read_scope(self, event: Event) -> str | None:
+        """Commits and deletes change reads of their memory's namespace; nothing else does."""
+        if memory_id_of(event) is None:
+            return None
+        return getattr(event.data, "namespace", None) or event.ns
+
     async def apply(self, events: list[Event]) -> None:
         if not events:
             return

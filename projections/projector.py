@@ -12,6 +12,9 @@ Optional capabilities, discovered with `isinstance` on the runtime-checkable pro
   change the digest; the runner calls it at most every `maintain_every_s`.
 - `Preparable.prepare(events)` — side-effect-free warm-up for a batch that is about to be
   applied (e.g. embedding new contents); the runner overlaps it with applying the previous batch.
+- `Generational.read_scope(event)` — the namespace whose reads the event can change ("*" for
+  every namespace, None for none); the runner publishes these generations with the checkpoint
+  and search caches key on them.
 """
 
 from __future__ import annotations
@@ -52,6 +55,22 @@ class Maintainable(Protocol):
 class Preparable(Protocol):
     async def prepare(self, events: list[Event]) -> None:
         ...
+
+
+@runtime_checkable
+class Generational(Protocol):
+    def read_scope(self, event: Event) -> str | None:
+        ...
+
+
+def generations(projector: Generational, events: list[Event]) -> dict[str, str]:
+    """{namespace: position of the last event in `events` that changes its reads}."""
+    out: dict[str, str] = {}
+    for e in events:
+        scope = projector.read_scope(e)
+        if scope is not None:
+            out[scope] = e.position
+    return out
 
 
 def is_unknown(event: Event) -> bool:

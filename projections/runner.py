@@ -28,7 +28,7 @@ from events import positions
 from events.envelope import Event
 from events.errors import LogResetError
 from events.store import EventStore
-from projections.projector import Maintainable, Preparable, Projector
+from projections.projector import Generational, Maintainable, Preparable, Projector, after_checkpoint, generations
 
 log = structlog.get_logger(__name__)
 
@@ -222,13 +222,15 @@ class ProjectionRunner:
     async def _apply(self, batch: list[Event], stop: asyncio.Event | None) -> None:
         started = time.perf_counter()
         await self._retry(lambda: self.projector.apply(batch), "apply", stop)
+        gens = (generations(self.projector, after_checkpoint(batch, self.checkpoint))
+                if isinstance(self.projector, Generational) else None)
         pos = positions.later(self.checkpoint, batch[-1].position)
         assert pos is not None
         self.checkpoint = pos
         self.events_applied += len(batch)
         self._dirty = True
         if self.publish:
-            await self._retry(lambda: self.store.publish_checkpoint(self.name, pos), "publish", stop)
+            await self._retry(lambda: self.store.publish_checkpoint(self.name, pos, gens), "publish", stop)
         if self.notify is not None:
             try:
                 self.notify(self.name, pos)

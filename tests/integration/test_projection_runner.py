@@ -180,3 +180,25 @@ async def test_scratch_runners_do_not_publish(store, tmp_path: Path) -> None:
     await ProjectionRunner(store, p, publish=False).catch_up()
     assert await store.checkpoints() == {}
     await p.close()
+
+
+async def test_generations_are_published_per_namespace_and_ignore_recall_served(store, tmp_path: Path) -> None:
+    from events.catalogue import MemoryDeleted, RecallServed
+
+    def commit_in(mid: str, ns: str):
+        return new_event(MemoryCommitted(mid, f"memory {mid}", ns, "fact", "system_fact"), ns=ns, agent="alice")
+
+    first = await store.append([commit_in("a1", "alice-main"), commit_in("s1", "shared")])
+    p = MemoriesProjector(tmp_path, HashEmbedder())
+    await ProjectionRunner(store, p).catch_up()
+    fields = [("memories", "alice-main"), ("memories", "shared"), ("memories", "bob-main")]
+    assert await store.generations(fields) == [first.positions[0], first.positions[1], ""]
+
+    await store.append([new_event(RecallServed("q", ("shared",), ("s1",), (0.9,), 5), ns="shared", agent="alice")])
+    await ProjectionRunner(store, p).catch_up()
+    assert await store.generations(fields) == [first.positions[0], first.positions[1], ""]  # reads unchanged
+
+    deleted = await store.append([new_event(MemoryDeleted("s1", "shared", 2), ns="shared", agent="alice")])
+    await ProjectionRunner(store, p).catch_up()
+    assert await store.generations(fields) == [first.positions[0], deleted.position, ""]
+    await p.close()
