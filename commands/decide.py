@@ -8,13 +8,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from commands.errors import Conflict, Forbidden, InvalidCommand, NotFound
-from commands.model import Actor, CommitMemory, DeleteMemory, RegisterAgent
+from commands.model import Actor, AddSynonyms, CommitMemory, DeleteMemory, RegisterAgent
 from commands.vocabulary import EPHEMERAL_SUFFIX, MAIN_SUFFIX, SHARED_NAMESPACE
 from events import keys
-from events.catalogue import AgentRegistered, MemoryCommitted, MemoryDeleted, new_event
+from events.catalogue import AgentRegistered, MemoryCommitted, MemoryDeleted, SynonymAdded, new_event
 from events.envelope import Event
 from events.indexes import Guard
 from events.store import AgentIndex, MemoryIndex
+from projections.queries.synonyms import normalize_term
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,3 +88,21 @@ def decide_delete(actor: Actor, cmd: DeleteMemory, current: MemoryIndex | None) 
     payload = MemoryDeleted(cmd.memory_id, current.namespace, current.version + 1, cmd.reason)
     event = new_event(payload, ns=current.namespace, agent=actor.agent_id, by=actor.by)
     return Decision([event], [Guard.memory_version(cmd.memory_id, current.version)])
+
+
+def decide_add_synonyms(cmd: AddSynonyms) -> Event:
+    """One symmetric group {term} ∪ synonyms; synonyms equal to the term (or to each other, after
+    normalisation: case, width, spaces) are dropped; at least one distinct synonym must remain."""
+    term_key = normalize_term(cmd.term)
+    seen = {term_key}
+    kept: list[str] = []
+    for syn in cmd.synonyms:
+        key = normalize_term(syn)
+        if key and key not in seen:
+            seen.add(key)
+            kept.append(syn)
+    if not term_key or not kept:
+        raise InvalidCommand("synonyms: must contain at least one term different from `term`",
+                             {"field": "synonyms"})
+    return new_event(SynonymAdded(cmd.term, tuple(kept), cmd.namespace), ns=cmd.namespace, agent="admin",
+                     by="admin")

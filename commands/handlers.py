@@ -11,9 +11,11 @@ from typing import Callable
 import orjson
 import structlog
 
-from commands.decide import decide_commit, decide_delete, decide_register
+from commands.decide import decide_add_synonyms, decide_commit, decide_delete, decide_register
 from commands.errors import Conflict, IdempotencyKeyReused, NotFound
-from commands.model import Actor, BatchCommit, CommitMemory, DeleteMemory, IdempotencyRequest, Limits, RegisterAgent
+from commands.model import (
+    Actor, AddSynonyms, BatchCommit, CommitMemory, DeleteMemory, IdempotencyRequest, Limits, RegisterAgent,
+)
 from events.errors import GuardFailed, IdempotencyConflict
 from events.store import AppendResult, EventStore, Idempotency
 
@@ -68,6 +70,14 @@ class BatchCommitted:
 class Deleted:
     memory_id: str
     version: int
+    position: str
+
+
+@dataclass(frozen=True, slots=True)
+class SynonymsAdded:
+    term: str
+    synonyms: list[str]
+    namespace: str
     position: str
 
 
@@ -159,6 +169,13 @@ class CommandService:
             return Deleted(cmd.memory_id, version, res.position)
         raise Conflict(f"memory {cmd.memory_id} is changing too fast; retry", {"memory_id": cmd.memory_id},
                        code="version_conflict")
+
+    async def add_synonyms(self, cmd: AddSynonyms) -> SynonymsAdded:
+        event = decide_add_synonyms(cmd)
+        res = await self.store.append([event])
+        data = event.data
+        log.info("synonym.added", term=data.term, ns=data.namespace, position=res.position)
+        return SynonymsAdded(data.term, list(data.synonyms), data.namespace, res.position)
 
     async def _append(self, events, actor: Actor, idem: IdempotencyRequest | None, blob: bytes) -> AppendResult:
         idempotency = Idempotency(actor.agent_id, idem.key, idem.fingerprint) if idem else None

@@ -19,6 +19,8 @@ class Limits:
     max_query_chars: int = 2_000
     max_top_k: int = 100
     max_include_namespaces: int = 16
+    max_synonyms: int = 32
+    max_synonym_chars: int = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +74,15 @@ class DeleteMemory:
     memory_id: str
     expected_version: int | None = None
     reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class AddSynonyms:
+    """Declare `term` and `synonyms` mutually synonymous in `namespace` (admin)."""
+
+    term: str
+    synonyms: tuple[str, ...]
+    namespace: str = SHARED_NAMESPACE
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ import re
 from typing import Any
 
 from commands.errors import InvalidCommand
-from commands.model import BatchCommit, CommitMemory, DeleteMemory, Limits, RegisterAgent
+from commands.model import AddSynonyms, BatchCommit, CommitMemory, DeleteMemory, Limits, RegisterAgent
 from commands.vocabulary import (
     CATEGORIES, DECAY_CLASS_BY_CATEGORY, DECAY_CLASSES, DEFAULT_CATEGORY, DEFAULT_SOURCE, DEFAULT_TIER, KINDS,
     TIERS,
@@ -164,6 +164,22 @@ def parse_delete(memory_id: str, body: dict) -> DeleteMemory:
         expected_version=opt_int(body, "expected_version", minimum=1, maximum=2**31 - 1),
         reason=opt_str(body, "reason", max_chars=1_000, default="") or "",
     )
+
+
+def parse_add_synonyms(body: Any, limits: Limits) -> AddSynonyms:
+    """{term, synonyms: [...], namespace?}: non-empty strings, no control characters, bounded."""
+    body = require_object(body)
+    term = opt_str(body, "term", max_chars=limits.max_synonym_chars)
+    if term is None or not term.strip():
+        raise _fail("term", "is required and must not be empty")
+    if "synonyms" not in body:
+        raise _fail("synonyms", "is required")
+    synonyms = str_list(body, "synonyms", max_items=limits.max_synonyms, max_chars=limits.max_synonym_chars)
+    for field, values in (("term", (term,)), ("synonyms", synonyms)):
+        if any(not ch.isprintable() for v in values for ch in v):
+            raise _fail(field, "must not contain control characters")
+    namespace = opt_str(body, "namespace", max_chars=64, pattern=NAMESPACE_RE, default="shared") or "shared"
+    return AddSynonyms(term.strip(), tuple(s.strip() for s in synonyms), namespace)
 
 
 def parse_idempotency_key(value: str | None) -> str | None:

@@ -12,6 +12,15 @@ Types registered so far:
 - ``memory.deleted`` — a memory was soft-deleted (``is_deleted``); ``version`` is its new version.
 - ``recall.served`` — an audit record of one recall: the query, the namespaces searched, the
   result ids and their scores. Appended asynchronously after the response.
+- ``synonym.added`` — the admin declared ``term`` and ``synonyms`` mutually synonymous (one
+  symmetric group per addition) in ``namespace`` (``shared`` by default); lexical search expands
+  queries with them. Validated at the edge (commands.parsing): non-empty, ≤ 64 chars, ≤ 32 synonyms.
+- ``eval.golden_set_created`` — a golden query set for the evaluation framework (seed 6.1): its
+  id, how it was generated (``generator``, ``seed``) and the queries, each with ``expected_ids``.
+  Recorded as a decision, so a later LLM generator's output replays without calling the LLM.
+- ``eval.completed`` — one evaluation run: the metrics (recall@k, precision@k, MRR, by tag, by
+  agent), counts, the golden set id (empty for explicit queries) and ``top_k``; the per-query
+  details are kept only when small.
 """
 
 from __future__ import annotations
@@ -150,3 +159,41 @@ class RecallServed:
         object.__setattr__(self, "namespaces", tuple(self.namespaces))
         object.__setattr__(self, "result_ids", tuple(self.result_ids))
         object.__setattr__(self, "scores", tuple(self.scores))
+
+
+@event_type("synonym.added")
+@dataclass(frozen=True, slots=True)
+class SynonymAdded:
+    term: str
+    synonyms: tuple[str, ...]
+    namespace: str = "shared"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "synonyms", tuple(self.synonyms))
+
+
+@event_type("eval.golden_set_created")
+@dataclass(frozen=True, slots=True)
+class GoldenSetCreated:
+    golden_set_id: str
+    queries: tuple[dict, ...]      # {query, expected_ids, tag, difficulty, agent_id}
+    generator: str = "rules"
+    seed: int = 0
+    namespace: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "queries", tuple(self.queries))
+
+
+@event_type("eval.completed")
+@dataclass(frozen=True, slots=True)
+class EvalCompleted:
+    metrics: dict                  # recall_at_5, precision_at_5, mean_reciprocal_rank, by tag, by agent
+    queries: int
+    top_k: int = 5
+    golden_set_id: str = ""
+    namespace: str = ""
+    details: tuple[dict, ...] = ()  # per-query details, only when small
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "details", tuple(self.details))

@@ -54,6 +54,11 @@ def build_settings(args: argparse.Namespace, redis_url: str, *, api_key: str = "
         bge_api_key=os.environ.get("BGE_API_KEY") or None,
         bge_model=os.environ.get("BGE_MODEL") or None,
         embedding_threads=int(os.environ.get("ZHIYI_EMBEDDING_THREADS", "1")),
+        rerank_endpoint=os.environ.get("RERANK_ENDPOINT") or None,
+        rerank_api_key=os.environ.get("RERANK_API_KEY") or None,
+        rerank_model=os.environ.get("RERANK_MODEL") or None,
+        local_rerank=_env_flag("ZHIYI_LOCAL_RERANK"),
+        recall_cache_ttl_s=int(os.environ.get("ZHIYI_RECALL_CACHE_TTL", "3600")),
         run_projectors=run_projectors,
         projectors_only=only,
         log_json=_env_flag("ZHIYI_LOG_JSON"),
@@ -144,6 +149,13 @@ def cmd_events(args: argparse.Namespace) -> int:
         return 0
 
 
+def cmd_eval(args: argparse.Namespace) -> int:
+    from gateway.cli_eval import run_eval_command
+
+    settings = build_settings(args, _redis_url(args))
+    return asyncio.run(run_eval_command(args, settings, sys.stdout, sys.stderr))
+
+
 # ----------------------------------------------------------------------------- parser
 
 
@@ -177,6 +189,10 @@ def parser() -> argparse.ArgumentParser:
     rp.add_argument("--json", action="store_true")
     rp.set_defaults(func=cmd_replay)
     add_events_parser(sub, parents=[common])
+    from gateway.cli_eval import add_eval_parser
+
+    add_eval_parser(sub, parents=[common])
+    sub.choices["eval"].set_defaults(func=cmd_eval)
     sub.choices["events"].set_defaults(func=cmd_events)
     return p
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from commands.vocabulary import CATEGORIES, DECAY_CLASSES, KINDS, TIERS
+from gateway import openapi_eval
 
 
 def _ref(name: str) -> dict:
@@ -66,18 +67,34 @@ SCHEMAS: dict[str, Any] = {
         "namespace": {"type": "string", "description": "narrow to one readable namespace"},
         "include_namespaces": {"type": "array", "items": {"type": "string"},
                                "description": "add other agents' -main namespaces (opt-in)"},
-        "min_score": {"type": "number", "minimum": -1, "maximum": 1},
+        "min_score": {"type": "number", "minimum": -1, "maximum": 1,
+                      "description": "drop results whose score is below this"},
+        "diversity": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.5,
+                      "description": "MMR: 0 = relevance order, 1 = maximum diversity"},
+        "cache": {"type": "boolean", "default": True, "description": "use the search cache (TTL 1 h)"},
         "after": POSITION, "agent_id": {"type": "string"}}},
     "RecallResult": {"type": "object", "properties": {
         "memory_id": {"type": "string"}, "content": {"type": "string"}, "score": {"type": "number"},
         "namespace": {"type": "string"}, "category": {"type": "string"},
         "tags": {"type": "array", "items": {"type": "string"}}, "source": {"type": "string"},
         "version": {"type": "integer"}, "timestamp": {"type": "string", "format": "date-time"},
-        "freshness": {"type": "string", "enum": ["fresh", "stale", "verified"]}}},
+        "freshness": {"type": "string", "enum": ["fresh", "stale", "verified"]},
+        "similarity": {"type": "number", "description": "cosine between the query and the memory"},
+        "fallback": {"type": "string", "enum": ["shared"],
+                     "description": "added by the shared fallback (score counted half)"},
+        "warnings": {"type": "array", "items": {"type": "string"},
+                     "description": "stale or volatile memory notes"}}},
     "RecallResponse": {"type": "object", "properties": {
         "results": {"type": "array", "items": _ref("RecallResult")},
         "namespaces": {"type": "array", "items": {"type": "string"}},
-        "position": POSITION, "took_ms": {"type": "number"}}},
+        "position": POSITION, "took_ms": {"type": "number"}, "cached": {"type": "boolean"}}},
+    "BootstrapResponse": {"type": "object", "properties": {
+        "results": {"type": "array", "items": {"type": "object", "properties": {
+            "memory_id": {"type": "string"}, "content": {"type": "string"}, "namespace": {"type": "string"},
+            "category": {"type": "string"}, "tier": {"type": "string"}, "importance": {"type": "number"},
+            "tags": {"type": "array", "items": {"type": "string"}}, "source": {"type": "string"},
+            "version": {"type": "integer"}, "timestamp": {"type": "string"}, "freshness": {"type": "string"}}}},
+        "namespaces": {"type": "array", "items": {"type": "string"}}, "position": POSITION}},
     "DeleteResponse": {"type": "object", "properties": {
         "memory_id": {"type": "string"}, "version": {"type": "integer"}, "position": POSITION}},
     "Health": {"type": "object", "properties": {
@@ -106,6 +123,8 @@ def openapi_document() -> dict:
         {"name": "include_namespaces", "in": "query", "schema": {"type": "string"},
          "description": "comma-separated"},
         {"name": "min_score", "in": "query", "schema": {"type": "number"}},
+        {"name": "diversity", "in": "query", "schema": {"type": "number", "minimum": 0, "maximum": 1}},
+        {"name": "cache", "in": "query", "schema": {"type": "boolean"}},
         {"name": "after", "in": "query", "schema": POSITION},
         {"name": "agent_id", "in": "query", "schema": {"type": "string"}},
         AFTER_HEADER,
@@ -151,6 +170,13 @@ def openapi_document() -> dict:
                 "get": {"summary": "Recall memories by meaning (query parameters)", "parameters": recall_params,
                         "responses": {"200": _json(_ref("RecallResponse")),
                                       **_errors("400", "401", "403", "404", "504")}}},
+            "/api/v1/bootstrap": {"get": {
+                "summary": "About ten core facts for a cold-starting agent (tier=core first, then importance)",
+                "parameters": [{"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1,
+                                                                            "maximum": 50, "default": 10}},
+                               {"name": "agent_id", "in": "query", "schema": {"type": "string"}},
+                               {"name": "after", "in": "query", "schema": POSITION}, AFTER_HEADER],
+                "responses": {"200": _json(_ref("BootstrapResponse")), **_errors("400", "401", "403", "404", "504")}}},
             "/api/v1/distilled/{memory_id}": {"delete": {
                 "summary": "Soft-delete a memory",
                 "parameters": [{"name": "memory_id", "in": "path", "required": True, "schema": {"type": "string"}},
@@ -161,10 +187,11 @@ def openapi_document() -> dict:
                                       "parameters": [{"name": "after", "in": "query", "schema": POSITION},
                                                      AFTER_HEADER],
                                       "responses": {"200": _json(_ref("Stats")), **_errors("400", "401", "504")}}},
+            **openapi_eval.PATHS,
         },
         "components": {
             "securitySchemes": {"ApiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"}},
-            "schemas": SCHEMAS,
+            "schemas": {**SCHEMAS, **openapi_eval.SCHEMAS},
             "responses": {
                 "BadRequest": _error_response("Malformed JSON, wrong types, missing fields, or admin write "
                                               "without agent_id"),

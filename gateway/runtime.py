@@ -9,20 +9,34 @@ from typing import AsyncIterator
 import structlog
 from aiohttp import web
 
+from commands.evaluation import EvalService
 from commands.handlers import CommandService
 from events.redis_client import connect
 from events.store import EventStore
 from gateway.appkeys import (
-    BACKGROUND, COMMANDS, EMBEDDER, PROJECTORS, READER, RECALL, RUNNER_TASKS, SETTINGS, STOPPING, STORE, WAITER,
+    BACKGROUND, COMMANDS, EMBEDDER, EVAL, PROJECTORS, READER, RECALL, RECALL_CACHE, RERANKER, RUNNER_TASKS, SETTINGS,
+    STOPPING, STORE, SYNONYMS, WAITER,
 )
+from events.cache import RecallCache
+from projections.rerank import make_reranker
+from gateway.settings import Settings
 from projections.embedding import make_embedder
 from projections.queries.recall import RecallService
+from projections.queries.synonyms import SynonymsReader
 from projections.reader import MemoriesReader
 from projections.registry import NAMES, make_projectors, projection_dir
 from projections.runner import ProjectionRunner
 from projections.waiter import CheckpointWaiter
 
 log = structlog.get_logger(__name__)
+
+
+def build_recall(settings: Settings, reader: MemoriesReader, embedder, synonyms) -> tuple[RecallService, object]:
+    """The recall service as the gateway serves it (the CLI's `zhiyi eval` builds the same), and its
+    reranker (None unless one is configured; the caller closes it)."""
+    reranker = (make_reranker(settings.rerank_endpoint, settings.rerank_api_key, settings.rerank_model)
+                if settings.rerank_endpoint or settings.local_rerank else None)
+    return RecallService(reader, embedder, synonyms=synonyms, reranker=reranker), reranker
 
 
 async def _warm_up(embedder) -> None:
@@ -47,8 +61,12 @@ async def resources(app: web.Application) -> AsyncIterator[None]:
         app[EMBEDDER] = embedder
     app[WAITER] = waiter
     app[READER] = reader
-    app[RECALL] = RecallService(reader, embedder)
     app[COMMANDS] = CommandService(store, settings.limits)
+    app[SYNONYMS] = SynonymsReader(projection_dir(settings.data_dir, "synonyms"))
+    app[RECALL], reranker = build_recall(settings, reader, embedder, app[SYNONYMS])
+    app[RERANKER] = reranker
+    app[RECALL_CACHE] = RecallCache(redis, settings.recall_cache_ttl_s)
+    app[EVAL] = EvalService(store, app[RECALL], projection_dir(settings.data_dir, "memories"))
     app[PROJECTORS] = list(NAMES)
     app[BACKGROUND] = set()
     app[STOPPING] = asyncio.Event()
@@ -78,6 +96,10 @@ async def resources(app: web.Application) -> AsyncIterator[None]:
             with contextlib.suppress(Exception):
                 await p.close()
         reader.close()
+        if reranker is not None:
+            with contextlib.suppress(Exception):
+                await reranker.close()
+        app[SYNONYMS].close()
         if owns_embedder:
             with contextlib.suppress(Exception):
                 embedder.close()

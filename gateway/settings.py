@@ -21,6 +21,11 @@ class Settings:
     bge_api_key: str | None = None
     bge_model: str | None = None
     embedding_threads: int = 1
+    rerank_endpoint: str | None = None   # RERANK_ENDPOINT: a bge-reranker /v1/rerank provider
+    rerank_api_key: str | None = None
+    rerank_model: str | None = None
+    local_rerank: bool = False           # ZHIYI_LOCAL_RERANK=1: the e5 re-scorer (slow on small CPUs)
+    recall_cache_ttl_s: int = 3600       # recall.cache_ttl_seconds; 0 disables the search cache
     run_projectors: bool = True
     projectors_only: tuple[str, ...] = ()
     projection_wait_s: float = 5.0

@@ -22,7 +22,7 @@ import lancedb
 import numpy as np
 import pyarrow as pa
 import structlog
-from lancedb.index import BTree, Bitmap, HnswSq
+from lancedb.index import FTS, BTree, Bitmap, HnswSq
 
 from projections.errors import ProjectionBusy
 
@@ -82,12 +82,14 @@ class LanceTable:
     """One LanceDB table under `directory`, opened lazily with the async API."""
 
     def __init__(self, directory: Path, name: str, schema: pa.Schema | Callable[[], pa.Schema],
-                 key: str = "id", bitmap_columns: tuple[str, ...] = ()) -> None:
+                 key: str = "id", bitmap_columns: tuple[str, ...] = (),
+                 fts_columns: dict[str, dict[str, Any]] | None = None) -> None:
         self.directory = directory
         self.name = name
         self._schema = schema  # a callable defers e.g. asking an HTTP embedder for its dimension
         self.key = key
         self.bitmap_columns = bitmap_columns
+        self.fts_columns = fts_columns or {}  # column -> lancedb.index.FTS options
         self._db: Any = None
         self._table: Any = None
         self._indexed = False
@@ -221,6 +223,10 @@ class LanceTable:
             if (column,) not in indexed:
                 await table.create_index(column, config=Bitmap())
                 log.info("lance.index_created", table=self.name, column=column, index="bitmap")
+        for column, options in self.fts_columns.items():
+            if (column,) not in indexed:
+                await table.create_index(column, config=FTS(**options))
+                log.info("lance.index_created", table=self.name, column=column, index="fts")
         self._indexed = True
 
     async def ensure_vector_index(self, column: str, min_rows: int) -> bool:

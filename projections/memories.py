@@ -38,9 +38,11 @@ from projections.digest import canonical, digest_columns, vector_token
 from projections.errors import RebuildRequired
 from projections.lance import LanceTable, WriterLock, vectors_from_arrow, vectors_to_arrow
 from projections.memory_rows import (
-    FILTER_COLUMNS, SCALAR_COLUMNS, SCHEMA_VERSION, TABLE, committed_row, deleted_row, memories_schema, memory_id_of,
+    FILTER_COLUMNS, SCALAR_COLUMNS, SCHEMA_VERSION, SEARCH_TEXT, TABLE, committed_row, deleted_row, memories_schema,
+    memory_id_of,
 )
 from projections.projector import after_checkpoint, last_position
+from projections.text import FTS_CONFIG
 
 log = structlog.get_logger(__name__)
 
@@ -73,7 +75,8 @@ class MemoriesProjector:
         self.retention = retention
         self.memo_limit = memo_limit
         self._schema: pa.Schema | None = None
-        self._table = LanceTable(self.directory, TABLE, self._lazy_schema, bitmap_columns=FILTER_COLUMNS)
+        self._table = LanceTable(self.directory, TABLE, self._lazy_schema, bitmap_columns=FILTER_COLUMNS,
+                                 fts_columns={SEARCH_TEXT: FTS_CONFIG})
         self._lock = WriterLock(self.directory)
         self._ck: Checkpoint | None = None
         self._ck_loaded = False
@@ -186,7 +189,7 @@ class MemoriesProjector:
             self._writes_since_optimize += 1
             self._rows_since_optimize += len(rows)
         else:
-            version = await self._table.version()
+            version = ck.table_version if ck is not None else await self._table.version()
         new = Checkpoint(self.name, last_position(fresh, ck.position if ck else None), version, self._meta())
         await self._save_checkpoint(new)
         self._ck = new

@@ -16,9 +16,11 @@ import pyarrow as pa
 from events.catalogue import MemoryCommitted, MemoryDeleted
 from events.envelope import Event
 from events.hlc import iso_from_ms
+from projections.text import index_text
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: search_text (lexical index input)
 TABLE = "memories"
+SEARCH_TEXT = "search_text"  # projections.text.index_text(content), under a BM25 full-text index
 FILTER_COLUMNS = ("namespace", "is_deleted")  # every recall prefilters on these: Bitmap-indexed
 
 # Defaults at commit (seed 2.2): neutral quality until feedback, importance 1.0, fresh.
@@ -30,6 +32,7 @@ def memories_schema(dim: int) -> pa.Schema:
     return pa.schema([
         ("id", pa.string()),
         ("content", pa.string()),
+        (SEARCH_TEXT, pa.string()),
         ("vector", pa.list_(pa.float32(), dim)),
         ("model", pa.string()),
         ("category", pa.string()),
@@ -86,6 +89,7 @@ def committed_row(event: Event, model: str) -> dict[str, Any]:
     return {
         "id": d.memory_id,
         "content": d.content,
+        SEARCH_TEXT: index_text(d.content),
         "vector": None,
         "model": model,
         "category": d.category,

@@ -1,7 +1,7 @@
 """Read access to the memories table for the gateway.
 
-`asearch` (the recall hot path) uses LanceDB's async API on the caller's event loop; the
-other reads are sync (call them via `asyncio.to_thread`). Both connections are opened with
+The recall hot path (`adense`, `alexical`, `arows`, `abootstrap`) uses LanceDB's async API on
+the caller's event loop; the other reads are sync (call them via `asyncio.to_thread`). Both connections are opened with
 `read_consistency_interval=timedelta(0)`, so every read sees the latest version the
 projector committed, even from another process. A table that does not exist yet reads as
 empty. Namespaces are validated and quoted before they reach a filter.
@@ -19,13 +19,19 @@ import lancedb
 import numpy as np
 import orjson
 import pyarrow.compute as pc
+import structlog
 
 from projections.errors import InvalidQuery
 from projections.lance import sql_in, sql_quote
-from projections.memory_rows import SCALAR_COLUMNS, TABLE
+from projections.memory_rows import SCALAR_COLUMNS, SEARCH_TEXT, TABLE
+
+log = structlog.get_logger(__name__)
 
 NAMESPACE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
-SEARCH_COLUMNS = [c for c in SCALAR_COLUMNS if c != "version_history"]
+SEARCH_COLUMNS = [c for c in SCALAR_COLUMNS if c not in ("version_history", SEARCH_TEXT)]
+# What a recall result shows: fetching fewer columns per candidate halves the cost of `arows`.
+RESULT_COLUMNS = ["id", "content", "namespace", "category", "tags", "source", "version", "timestamp", "freshness",
+                  "volatile_flag"]
 MAX_LIMIT = 1000
 
 
@@ -110,20 +116,85 @@ class MemoriesReader:
                 .to_list())
         return _scored(rows)
 
-    async def asearch(self, vector: np.ndarray, namespaces: list[str], limit: int) -> list[dict[str, Any]]:
-        """`search` on the running event loop (no worker thread, no per-query schema round trips)."""
+    async def adense(self, vector: np.ndarray, namespaces: list[str], limit: int) -> list[tuple[str, float]]:
+        """(id, cosine) of the nearest non-deleted memories in `namespaces`, best first.
+
+        Ids only: materialising whole rows costs far more than the search itself, so the recall
+        pipeline fetches rows (`arows`) just for the candidates that survive fusion.
+        """
         ns = _checked(namespaces, limit)
         table = await self._aopen()
         if table is None or not ns:
             return []
-        rows = await (table.vector_search(_as_query(vector))
-                      .column("vector")
-                      .distance_type("cosine")
+        data = await (table.vector_search(_as_query(vector)).column("vector").distance_type("cosine")
                       .where(_search_filter(ns))  # a prefilter in the async API
-                      .select([*SEARCH_COLUMNS, "_distance"])
-                      .limit(limit)
-                      .to_list())
-        return _scored(rows)
+                      .select(["id", "_distance"]).limit(limit).to_arrow())
+        cos = np.clip(1.0 - data.column("_distance").to_numpy(), -1.0, 1.0)
+        hits = list(zip(data.column("id").to_pylist(), (float(c) for c in cos)))
+        hits.sort(key=lambda h: (-h[1], h[0]))
+        return hits
+
+    async def alexical(self, text: str, namespaces: list[str], limit: int) -> list[tuple[str, float]]:
+        """(id, BM25) full-text hits on `search_text`, best first.
+
+        `text` is already in the index's token form (`projections.text.query_text`). A table
+        without the FTS index yet (no rows written by this build) has no lexical hits.
+        """
+        ns = _checked(namespaces, limit)
+        if not text.strip():
+            return []
+        table = await self._aopen()
+        if table is None or not ns:
+            return []
+        try:
+            data = await (table.query().nearest_to_text(text, columns=SEARCH_TEXT).where(_search_filter(ns))
+                          .select(["id", "_score"]).limit(limit).to_arrow())
+        except (RuntimeError, ValueError) as exc:  # no FTS index (yet): lexical search unavailable
+            log.warning("reader.fulltext_unavailable", error=str(exc)[:200])
+            return []
+        hits = list(zip(data.column("id").to_pylist(), (float(x) for x in data.column("_score").to_pylist())))
+        hits.sort(key=lambda h: (-h[1], h[0]))
+        return hits
+
+    async def arows(self, ids: list[str], *, vectors: bool = False,
+                    columns: list[str] = RESULT_COLUMNS) -> dict[str, dict[str, Any]]:
+        """The rows (`columns`, plus `vector` as a float32 array when asked) of `ids`."""
+        table = await self._aopen()
+        if table is None or not ids:
+            return {}
+        columns = [*columns, "vector"] if vectors else list(columns)
+        data = await table.query().where(sql_in("id", ids)).select(columns).to_arrow()
+        mat = None
+        if vectors and data.num_rows:
+            flat = data.column("vector").combine_chunks()
+            mat = flat.values.to_numpy(zero_copy_only=False).reshape(data.num_rows, -1).astype(np.float32, copy=False)
+        rows = data.drop_columns(["vector"]).to_pylist() if vectors else data.to_pylist()
+        out = {}
+        for i, row in enumerate(rows):
+            if mat is not None:
+                row["vector"] = mat[i]
+            out[row["id"]] = _shape(row)
+        return out
+
+    async def abootstrap(self, namespaces: list[str], limit: int) -> list[dict[str, Any]]:
+        """Core facts for a cold-starting agent: tier=core first, then by importance, newest first."""
+        ns = _checked(namespaces, limit)
+        table = await self._aopen()
+        if table is None or not ns:
+            return []
+        scope = _search_filter(ns)
+        ranked = await table.query().where(scope).select(["tier", "importance", "timestamp", "id"]).to_arrow()
+        if ranked.num_rows == 0:
+            return []
+        ranked = ranked.append_column("core", pc.equal(ranked["tier"], "core"))
+        order = pc.sort_indices(ranked, sort_keys=[("core", "descending"), ("importance", "descending"),
+                                                   ("timestamp", "descending"), ("id", "ascending")])
+        ids = pc.take(ranked["id"], order[:limit]).to_pylist()
+        if not ids:
+            return []
+        rows = await table.query().where(sql_in("id", ids)).select(SEARCH_COLUMNS).to_list()
+        by_id = {r["id"]: _shape(r) for r in rows}
+        return [by_id[i] for i in ids if i in by_id]
 
     async def _aopen(self) -> Any | None:
         if self._atable is not None:

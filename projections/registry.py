@@ -12,9 +12,10 @@ from typing import Any
 
 from projections.memories import MemoriesProjector
 from projections.projector import Projector
+from projections.synonyms import SynonymsProjector
 
 PROJECTIONS_DIR = "projections"
-NAMES: tuple[str, ...] = ("memories",)
+NAMES: tuple[str, ...] = ("memories", "synonyms")
 
 
 def projections_root(root: Path) -> Path:
@@ -28,7 +29,8 @@ def projection_dir(root: Path, name: str) -> Path:
 def make_projectors(data_dir: Path, embedder: Any, *, offline: bool = False) -> list[Projector]:
     """The projectors over `data_dir`. `offline` (a rebuild): no serving indexes are built while
     folding (a live projector adds them on its first `maintain` if the directory is ever served)."""
+    synonyms = SynonymsProjector(projection_dir(data_dir, "synonyms"))
     if offline:
         return [MemoriesProjector(projection_dir(data_dir, "memories"), embedder, compact_after_rows=0,
-                                  vector_index_min_rows=0)]
-    return [MemoriesProjector(projection_dir(data_dir, "memories"), embedder)]
+                                  vector_index_min_rows=0), synonyms]
+    return [MemoriesProjector(projection_dir(data_dir, "memories"), embedder), synonyms]

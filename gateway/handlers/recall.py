@@ -1,10 +1,12 @@
-"""Recall: POST /api/v1/recall and GET /api/v1/recall?query=..."""
+"""Recall: POST /api/v1/recall, GET /api/v1/recall?query=..., GET /api/v1/bootstrap."""
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
 
+import orjson
 import structlog
 from aiohttp import web
 
@@ -12,14 +14,15 @@ from commands.model import Actor, Limits
 from commands.parsing import NAMESPACE_RE, opt_float, opt_int, opt_str, str_list
 from commands.vocabulary import EPHEMERAL_SUFFIX, SHARED_NAMESPACE
 from events.catalogue import RecallServed, new_event
-from gateway.appkeys import BACKGROUND, RECALL, SETTINGS, STORE
+from gateway.appkeys import BACKGROUND, READER, RECALL, RECALL_CACHE, SETTINGS, STORE
 from gateway.errors import ApiError
 from gateway.requests import acting_agent, after_param, json_body, json_response, wait_for_projections
-from projections.queries.recall import RecallRequest
+from projections.queries.recall import SHARED, RecallHit, RecallRequest
 
 log = structlog.get_logger(__name__)
 
-READS = ["memories"]
+READS = ["memories", "synonyms"]
+BOOTSTRAP_DEFAULT, BOOTSTRAP_MAX = 10, 50
 
 
 def resolve_scope(actor: Actor | None, namespace: str | None, include: tuple[str, ...]) -> list[str]:
@@ -43,7 +46,9 @@ def resolve_scope(actor: Actor | None, namespace: str | None, include: tuple[str
 def _query_params(request: web.Request) -> dict:
     q = request.query
     params: dict = {k: q[k] for k in ("query", "namespace", "agent_id") if k in q}
-    for name, conv in (("top_k", int), ("min_score", float)):
+    if "cache" in q:
+        params["cache"] = q["cache"].strip().lower() not in ("0", "false", "no", "off")
+    for name, conv in (("top_k", int), ("min_score", float), ("diversity", float)):
         if name in q:
             try:
                 params[name] = conv(q[name])
@@ -54,7 +59,7 @@ def _query_params(request: web.Request) -> dict:
     return params
 
 
-def parse_recall(body: dict, limits: Limits) -> tuple[str, int, str | None, tuple[str, ...], float | None]:
+def parse_recall(body: dict, limits: Limits) -> tuple[str, int, str | None, tuple[str, ...], float | None, float, bool]:
     query = opt_str(body, "query", max_chars=limits.max_query_chars)
     if query is None:
         raise ApiError(400, "invalid_request", "query: is required", {"field": "query"})
@@ -65,7 +70,11 @@ def parse_recall(body: dict, limits: Limits) -> tuple[str, int, str | None, tupl
     include = str_list(body, "include_namespaces", max_items=limits.max_include_namespaces, max_chars=64,
                        pattern=NAMESPACE_RE)
     min_score = opt_float(body, "min_score", minimum=-1.0, maximum=1.0)
-    return query, top_k, namespace, include, min_score
+    diversity = opt_float(body, "diversity", minimum=0.0, maximum=1.0)
+    cache = body.get("cache", True)
+    if not isinstance(cache, bool):
+        raise ApiError(400, "invalid_request", "cache: must be a boolean", {"field": "cache"})
+    return query, top_k, namespace, include, min_score, 0.5 if diversity is None else diversity, cache
 
 
 async def recall(request: web.Request) -> web.Response:
@@ -74,33 +83,79 @@ async def recall(request: web.Request) -> web.Response:
         body = _query_params(request)
     else:
         body, _ = await json_body(request)
-    query, top_k, namespace, include, min_score = parse_recall(body, request.app[SETTINGS].limits)
+    query, top_k, namespace, include, min_score, diversity, use_cache = parse_recall(
+        body, request.app[SETTINGS].limits)
     after = after_param(request, body)
     actor = await acting_agent(request, body, required=False)
     scope = resolve_scope(actor, namespace, include)
     await wait_for_projections(request, after, READS)
     store = request.app[STORE]
     position = await store.checkpoint("memories")
-    hits = await request.app[RECALL].recall(RecallRequest(query=query, namespaces=scope, top_k=top_k,
-                                                          min_score=min_score))
+    req = RecallRequest(query=query, namespaces=scope, top_k=top_k, min_score=min_score, diversity=diversity,
+                        shared_fallback=namespace is not None and namespace != SHARED)
+    service, cache = request.app[RECALL], request.app[RECALL_CACHE]
+    key = await _cache_key(store, service.fingerprint, req) if use_cache and cache.enabled else None
+    cached = await cache.get(key) if key else None
+    if cached is not None:
+        results = orjson.loads(cached)
+    else:
+        results = [_result(h) for h in await service.recall(req)]
+        if key:
+            await cache.put(key, orjson.dumps(results))
     took_ms = round((time.perf_counter() - started) * 1000, 2)
-    _audit(request, actor, query, scope, hits, top_k)
-    return json_response({
-        "results": [{
-            "memory_id": h.memory_id, "content": h.content, "score": round(float(h.score), 6),
-            "namespace": h.namespace, "category": h.category, "tags": list(h.tags), "source": h.source,
-            "version": h.version, "timestamp": h.timestamp, "freshness": h.freshness,
-        } for h in hits],
-        "namespaces": scope,
-        "position": position,
-        "took_ms": took_ms,
-    })
+    _audit(request, actor, query, scope, results, top_k)
+    return json_response({"results": results, "namespaces": scope, "position": position, "took_ms": took_ms,
+                          "cached": cached is not None})
 
 
-def _audit(request: web.Request, actor: Actor | None, query: str, scope: list[str], hits, top_k: int) -> None:
+def _result(h: RecallHit) -> dict:
+    out = {"memory_id": h.memory_id, "content": h.content, "score": round(float(h.score), 6),
+           "similarity": round(float(h.similarity), 6), "namespace": h.namespace, "category": h.category,
+           "tags": list(h.tags), "source": h.source, "version": h.version, "timestamp": h.timestamp,
+           "freshness": h.freshness}
+    if h.fallback:
+        out["fallback"] = "shared"
+    if h.warnings:
+        out["warnings"] = list(h.warnings)
+    return out
+
+
+async def _cache_key(store, fingerprint: str, req: RecallRequest) -> str:
+    """Digest of everything the answer depends on, including the read generations (memories and
+    synonyms) of every namespace it may read: any write that could change it changes the key."""
+    namespaces = sorted({*req.namespaces, *([SHARED] if req.shared_fallback else [])})
+    gens = await store.generations([(projector, ns) for projector in ("memories", "synonyms") for ns in namespaces])
+    doc = [fingerprint, req.query, namespaces, req.top_k, req.min_score, req.diversity, req.shared_fallback, gens]
+    return hashlib.sha256(orjson.dumps(doc)).hexdigest()
+
+
+async def bootstrap(request: web.Request) -> web.Response:
+    """About ten core facts for a cold-starting agent: tier=core first, then by importance, newest first."""
+    q = request.query
+    try:
+        limit = int(q.get("limit", BOOTSTRAP_DEFAULT))
+    except ValueError:
+        raise ApiError(400, "invalid_request", "limit: must be an integer", {"field": "limit"}) from None
+    if not 1 <= limit <= BOOTSTRAP_MAX:
+        raise ApiError(400, "invalid_request", f"limit: must be in 1..{BOOTSTRAP_MAX}", {"field": "limit"})
+    body = {k: q[k] for k in ("agent_id",) if k in q}
+    actor = await acting_agent(request, body, required=False)
+    scope = resolve_scope(actor, None, ())
+    await wait_for_projections(request, after_param(request, body), ["memories"])
+    rows = await request.app[READER].abootstrap(scope, limit)
+    results = [{"memory_id": r["id"], "content": r["content"], "namespace": r["namespace"], "category": r["category"],
+                "tier": r["tier"], "importance": round(float(r["importance"]), 6), "tags": list(r.get("tags") or []),
+                "source": r.get("source", ""), "version": int(r.get("version", 1)), "timestamp": r.get("timestamp", ""),
+                "freshness": r.get("freshness", "fresh")} for r in rows]
+    return json_response({"results": results, "namespaces": scope,
+                          "position": await request.app[STORE].checkpoint("memories")})
+
+
+def _audit(request: web.Request, actor: Actor | None, query: str, scope: list[str], results: list[dict],
+           top_k: int) -> None:
     """Append recall.served without delaying the response."""
-    payload = RecallServed(query=query, namespaces=tuple(scope), result_ids=tuple(h.memory_id for h in hits),
-                           scores=tuple(round(float(h.score), 6) for h in hits), top_k=top_k)
+    payload = RecallServed(query=query, namespaces=tuple(scope), result_ids=tuple(r["memory_id"] for r in results),
+                           scores=tuple(float(r["score"]) for r in results), top_k=top_k)
     event = new_event(payload, ns=actor.main_namespace if actor else SHARED_NAMESPACE,
                       agent=actor.agent_id if actor else "admin", by=actor.by if actor else "admin")
     tasks: set = request.app[BACKGROUND]
@@ -117,4 +172,5 @@ async def _append_audit(app: web.Application, event) -> None:
 
 
 def routes() -> list[web.RouteDef]:
-    return [web.post("/api/v1/recall", recall), web.get("/api/v1/recall", recall)]
+    return [web.post("/api/v1/recall", recall), web.get("/api/v1/recall", recall),
+            web.get("/api/v1/bootstrap", bootstrap)]

@@ -1,8 +1,17 @@
-"""Recall, first version of seed 2.6: encode the query -> vector search (namespace prefilter)
--> drop hits below `min_score` -> top_k.
+"""Recall (seed 2.6): encode -> dense ANN + full-text (namespace prefilter, top `pool` each)
+-> fusion -> optional rerank -> relevance floor -> MMR -> shared fallback -> annotations.
 
-Later stages (hybrid lexical search, rerank, MMR, graph expansion, prefetch, cache) plug in
-between `_candidates` and `_finish` without changing the request/hit shapes.
+- Dense: cosine over the memories' vectors (HNSW once the table is big enough).
+- Lexical: BM25 over `search_text` (`projections.text`: Chinese-aware tokens), the query
+  expanded with the synonyms projection.
+- Fusion: `projections.queries.fusion.fuse` (an absolute score in [0, 1] from calibrated cosine and
+  saturated BM25 evidence; measured to beat RRF on LoCoMo), so `min_score` is a relevance floor
+  comparable across queries; `similarity` (the raw cosine) is reported beside it.
+- Rerank: only when a reranker is configured (the bge-reranker HTTP provider, or the local e5
+  one by opt-in); its score replaces the fused one for the top `rerank_top` candidates.
+- MMR: `diversity` 0..1 (0 = relevance order).
+- Shared fallback (plan E4.2): when the request narrows to a private namespace and fewer than
+  3 results pass, up to 5 `shared` hits are appended with their score x 0.5, marked.
 """
 
 from __future__ import annotations
@@ -15,7 +24,15 @@ from typing import Any
 import numpy as np
 
 from projections.errors import InvalidQuery
+from projections.queries.fusion import DEFAULT, FusionParams, fuse
+from projections.queries.mmr import DEFAULT_DIVERSITY, mmr
 from projections.reader import MAX_LIMIT, MemoriesReader, valid_namespaces
+from projections.text import index_text, query_text
+
+SHARED = "shared"
+FALLBACK_BELOW = 3     # E4.2: fewer results than this in a private namespace -> add shared ones
+FALLBACK_COUNT = 5
+FALLBACK_FACTOR = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +41,8 @@ class RecallRequest:
     namespaces: list[str]
     top_k: int = 10
     min_score: float | None = None
+    diversity: float = DEFAULT_DIVERSITY
+    shared_fallback: bool = False
 
     def validated(self) -> "RecallRequest":
         if not isinstance(self.query, str) or not self.query.strip():
@@ -32,7 +51,10 @@ class RecallRequest:
             raise InvalidQuery(f"top_k must be in 1..{MAX_LIMIT}, got {self.top_k}")
         if self.min_score is not None and not -1.0 <= self.min_score <= 1.0:
             raise InvalidQuery(f"min_score must be in [-1, 1], got {self.min_score}")
-        return RecallRequest(self.query, valid_namespaces(self.namespaces), self.top_k, self.min_score)
+        if not 0.0 <= self.diversity <= 1.0:
+            raise InvalidQuery(f"diversity must be in [0, 1], got {self.diversity}")
+        return RecallRequest(self.query, valid_namespaces(self.namespaces), self.top_k, self.min_score,
+                             self.diversity, self.shared_fallback)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,13 +69,31 @@ class RecallHit:
     version: int = 1
     timestamp: str = ""
     freshness: str = "fresh"
+    similarity: float = 0.0
+    fallback: bool = False
+    warnings: tuple[str, ...] = ()
 
-    @classmethod
-    def from_row(cls, row: dict[str, Any]) -> "RecallHit":
-        return cls(memory_id=row["id"], content=row["content"], score=float(row["score"]),
-                   namespace=row["namespace"], category=row["category"], tags=list(row.get("tags") or []),
-                   source=row.get("source", ""), version=int(row.get("version", 1)),
-                   timestamp=row.get("timestamp", ""), freshness=row.get("freshness", "fresh"))
+
+@dataclass(slots=True)
+class Candidate:
+    row: dict[str, Any]
+    vector: np.ndarray
+    score: float
+    similarity: float
+    fallback: bool = False
+
+    def hit(self) -> RecallHit:
+        r = self.row
+        warnings = []
+        if r.get("freshness") == "stale":
+            warnings.append("stale: this memory may be outdated; verify before relying on it")
+        if r.get("volatile_flag"):
+            warnings.append("volatile: corrected repeatedly; check what triggers its changes")
+        return RecallHit(memory_id=r["id"], content=r["content"], score=float(self.score), namespace=r["namespace"],
+                         category=r["category"], tags=list(r.get("tags") or []), source=r.get("source", ""),
+                         version=int(r.get("version", 1)), timestamp=r.get("timestamp", ""),
+                         freshness=r.get("freshness", "fresh"), similarity=float(self.similarity),
+                         fallback=self.fallback, warnings=tuple(warnings))
 
 
 class QueryVectors:
@@ -67,6 +107,10 @@ class QueryVectors:
         self.embedder = getattr(embedder, "inner", embedder)  # CachedEmbedder -> the model itself
         self.capacity = capacity
         self._lru: OrderedDict[str, np.ndarray] = OrderedDict()
+
+    @property
+    def model_id(self) -> str:
+        return str(getattr(self.embedder, "model_id", "unknown"))
 
     async def vector(self, query: str) -> np.ndarray:
         hit = self._lru.get(query)
@@ -82,26 +126,112 @@ class QueryVectors:
 
 
 class RecallService:
-    def __init__(self, reader: MemoriesReader, embedder: Any) -> None:
+    def __init__(self, reader: MemoriesReader, embedder: Any, *, synonyms: Any = None, reranker: Any = None,
+                 fusion: FusionParams = DEFAULT, rerank_top: int = 20) -> None:
         self.reader = reader
         self.queries = QueryVectors(embedder)
+        self.synonyms = synonyms      # .expansions(query, namespaces) -> list[str]
+        self.reranker = reranker      # projections.rerank.Reranker or None
+        self.fusion = fusion
+        self.rerank_top = rerank_top
+
+    @property
+    def fingerprint(self) -> str:
+        """What the answers depend on besides the data (part of search-cache keys)."""
+        rr = getattr(self.reranker, "model_id", "none") if self.reranker is not None else "none"
+        return f"v1|{self.queries.model_id}|{self.fusion}|{rr}|{self.rerank_top}"
 
     async def recall(self, req: RecallRequest) -> list[RecallHit]:
         req = req.validated()
         if not req.namespaces:
             return []
-        vector = await self._encode(req.query)
-        rows = await self._candidates(vector, req)
-        return self._finish(rows, req)
+        lexical = asyncio.ensure_future(self._lexical(req.query, req.namespaces))  # overlaps the query embedding
+        try:
+            vector = await self.queries.vector(req.query)
+        except BaseException:
+            lexical.cancel()
+            raise
+        ranked = await self._ranked(req, vector, req.namespaces, self._needed(req), lexical)
+        chosen = self._diversify(ranked, req.top_k, req.diversity)
+        if req.shared_fallback and len(chosen) < FALLBACK_BELOW and SHARED not in req.namespaces:
+            chosen += await self._fallback(req, vector, {c.row["id"] for c in chosen})
+        return [c.hit() for c in chosen[: req.top_k]]
 
-    async def _encode(self, query: str) -> np.ndarray:
-        return await self.queries.vector(query)
+    def _needed(self, req: RecallRequest) -> int:
+        """How many fused candidates to materialise: MMR wants a choice, rerank its head."""
+        need = req.top_k if req.diversity == 0.0 else max(2 * req.top_k, 20)
+        if self.reranker is not None:
+            need = max(need, self.rerank_top)
+        return min(need, self.fusion.pool * 2)
 
-    async def _candidates(self, vector: np.ndarray, req: RecallRequest) -> list[dict[str, Any]]:
-        return await self.reader.asearch(vector, req.namespaces, req.top_k)
+    async def _lexical(self, query: str, namespaces: list[str]) -> list[tuple[str, float]]:
+        return await self.reader.alexical(self._lexical_query(query, namespaces), namespaces, self.fusion.pool)
+
+    async def _ranked(self, req: RecallRequest, vector: np.ndarray, namespaces: list[str], need: int,
+                      lexical_task: "asyncio.Future[list[tuple[str, float]]] | None" = None) -> list[Candidate]:
+        lexical_task = lexical_task or asyncio.ensure_future(self._lexical(req.query, namespaces))
+        dense, lexical = await asyncio.gather(self.reader.adense(vector, namespaces, self.fusion.pool), lexical_task)
+        fused = fuse(dense, lexical, params=self.fusion)
+        if self.reranker is None and req.min_score is not None:
+            fused = [f for f in fused if f[1] >= req.min_score]
+        head = fused[:need]
+        rows = await self.reader.arows([mid for mid, _ in head], vectors=True)
+        cosine = dict(dense)
+        out = []
+        for mid, score in head:
+            row = rows.get(mid)
+            if row is None:  # deleted between the search and the fetch
+                continue
+            vec = row.pop("vector")
+            sim = cosine.get(mid)
+            out.append(Candidate(row, vec, score, float(np.clip(vec @ vector, -1.0, 1.0)) if sim is None else sim))
+        if self.reranker is not None and out:
+            out = await self._rerank(req.query, out)
+            if req.min_score is not None:
+                out = [c for c in out if c.score >= req.min_score]
+        return out
+
+    def _lexical_query(self, query: str, namespaces: list[str]) -> str:
+        text = query_text(query)
+        if self.synonyms is None:
+            return text
+        extra = [index_text(term) for term in self.synonyms.expansions(query, namespaces)]
+        return " ".join([text, *extra]).strip()
+
+    async def _rerank(self, query: str, cands: list[Candidate]) -> list[Candidate]:
+        head, tail = cands[: self.rerank_top], cands[self.rerank_top:]
+        scores = await self.reranker.rerank(query, [c.row["content"] for c in head])
+        for c, s in zip(head, scores):
+            c.score = float(s)
+        head.sort(key=lambda c: (-c.score, c.row["id"]))
+        floor = head[-1].score if head else 0.0
+        for c in tail:  # keep the reranked head above the unreranked tail
+            c.score = min(c.score, floor)
+        return head + tail
 
     @staticmethod
-    def _finish(rows: list[dict[str, Any]], req: RecallRequest) -> list[RecallHit]:
-        if req.min_score is not None:
-            rows = [r for r in rows if r["score"] >= req.min_score]
-        return [RecallHit.from_row(r) for r in rows[: req.top_k]]
+    def _diversify(cands: list[Candidate], k: int, diversity: float) -> list[Candidate]:
+        if not cands:
+            return []
+        if diversity == 0.0:
+            return cands[:k]
+        scores = np.array([c.score for c in cands], dtype=np.float32)
+        span = float(scores.max() - scores.min())
+        # MMR trades relevance against novelty on one scale: spread this query's absolute scores over
+        # [0, 1] first, or the novelty term dominates (measured on LoCoMo: recall@5 44.5 -> 52+ at 0.5).
+        relevance = (scores - scores.min()) / span if span > 0 else np.ones_like(scores)
+        order = mmr(relevance, np.stack([c.vector for c in cands]), k, diversity)
+        return [cands[i] for i in order]
+
+    async def _fallback(self, req: RecallRequest, vector: np.ndarray, seen: set[str]) -> list[Candidate]:
+        shared = await self._ranked(req, vector, [SHARED], FALLBACK_COUNT + len(seen))
+        out = []
+        for c in shared:
+            if c.row["id"] in seen:
+                continue
+            c.score *= FALLBACK_FACTOR
+            c.fallback = True
+            out.append(c)
+            if len(out) == FALLBACK_COUNT:
+                break
+        return out

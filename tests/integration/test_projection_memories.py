@@ -15,6 +15,7 @@ from projections.checkpoint_file import Checkpoint
 from projections.errors import ProjectionBusy, RebuildRequired
 from projections.hash_embedder import HashEmbedder
 from projections.memories import MemoriesProjector
+from projections.memory_rows import SCHEMA_VERSION
 from projections.reader import MemoriesReader
 from projections.runner import ProjectionRunner
 
@@ -216,10 +217,10 @@ async def test_vector_index_is_built_at_the_threshold_and_fresh_rows_stay_search
     assert await vector_indexed() and await p.digest() == digest
     await p.apply(await append(store, commit("late", "written after the index was built", ns="bob-main")))
     reader = MemoriesReader(tmp_path)
-    hits = await reader.asearch(embedder.vector("written after the index was built"), ["bob-main", "shared"], 5)
-    assert hits[0]["id"] == "late" and hits[0]["score"] == pytest.approx(1.0, abs=1e-3)
-    near = await reader.asearch(embedder.vector("memory number 7"), ["shared"], 3)
-    assert near[0]["id"] == "m7" and [h["id"] for h in near] == [h["id"] for h in reader.search(
+    hits = await reader.adense(embedder.vector("written after the index was built"), ["bob-main", "shared"], 5)
+    assert hits[0][0] == "late" and hits[0][1] == pytest.approx(1.0, abs=1e-3)
+    near = await reader.adense(embedder.vector("memory number 7"), ["shared"], 3)
+    assert near[0][0] == "m7" and [mid for mid, _ in near] == [h["id"] for h in reader.search(
         embedder.vector("memory number 7"), ["shared"], 3)]
     reader.close()
     await p.close()
@@ -270,7 +271,7 @@ async def test_one_embed_call_per_batch_and_prepare_is_reused(store, tmp_path: P
     assert embedder.calls == calls  # the prepared vectors were used
     await p.close()
     raw = orjson.loads((tmp_path / "checkpoint.json").read_bytes())
-    assert raw["meta"] == {"model": embedder.model_id, "dim": 16, "schema": 1}
+    assert raw["meta"] == {"model": embedder.model_id, "dim": 16, "schema": SCHEMA_VERSION}
 
 
 async def test_a_table_behind_its_checkpoint_is_refused(store, tmp_path: Path, embedder) -> None:

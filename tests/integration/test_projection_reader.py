@@ -123,11 +123,13 @@ async def test_recall_with_the_real_model(store, tmp_path: Path, use_embedder) -
     await project(store, tmp_path, use_embedder)
     service = RecallService(MemoriesReader(tmp_path), use_embedder)
 
-    hits = await service.recall(RecallRequest("which colour theme does the user like?", ["alice-main", "shared"]))
+    hits = await service.recall(RecallRequest("which colour theme does the user like?", ["alice-main", "shared"],
+                                              diversity=0.0))
     assert hits[0] == RecallHit(memory_id="pref", content="The user prefers dark mode in every editor",
                                 score=hits[0].score, namespace="alice-main", category="preference", tags=[],
                                 source="agent_inference", version=1, timestamp=hits[0].timestamp,
-                                freshness="fresh")
+                                freshness="fresh", similarity=hits[0].similarity)
+    assert 0.2 < hits[0].similarity < 1.0
     assert "other" not in {h.memory_id for h in hits}  # bob-main was not asked for
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
 

@@ -1,0 +1,230 @@
+"""Rerank providers (seed 2.4, recall step 3): re-score the coarse ANN candidates.
+
+A :class:`Reranker` returns one relevance score per document, in input order, higher = more
+relevant. Two implementations:
+
+- :class:`HttpReranker` — ``POST /v1/rerank`` in the bge-reranker-v2-m3 format (Gitee AI,
+  Jina, TEI-compatible servers);
+- :class:`~projections.rerank_local.LocalReranker` — the offline default (multilingual-e5-small
+  plus lexical overlap).
+
+Nothing here reads environment variables or creates module-level clients: the gateway builds
+the configured provider with :func:`make_reranker` and closes it with ``await reranker.close()``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from typing import Any, Protocol, runtime_checkable
+
+import aiohttp
+import numpy as np
+import orjson
+import structlog
+
+from projections.rerank_local import LocalReranker
+
+log = structlog.get_logger(__name__)
+
+__all__ = ["HttpReranker", "LocalReranker", "RerankError", "Reranker", "make_reranker"]
+
+DEFAULT_HTTP_MODEL = "bge-reranker-v2-m3"
+
+
+class RerankError(Exception):
+    """The rerank provider failed: bad HTTP status, malformed response, or retries exhausted."""
+
+
+@runtime_checkable
+class Reranker(Protocol):
+    """Scores documents against a query; one float per document, in input order."""
+
+    model_id: str
+
+    async def rerank(
+        self, query: str, documents: list[str], *, passage_vectors: np.ndarray | None = None
+    ) -> list[float]:
+        """Score ``documents`` for ``query``. ``passage_vectors`` is a hint only some providers use."""
+        ...
+
+    async def close(self) -> None:
+        """Release network sessions or other resources."""
+        ...
+
+
+def _rerank_url(endpoint: str) -> str:
+    """Accept a base URL (``http://h:8000``, ``http://h:8000/v1``) or the full rerank URL."""
+    url = endpoint.strip().rstrip("/")
+    if url.endswith("/v1/rerank"):
+        return url
+    if url.endswith("/v1"):
+        return url + "/rerank"
+    return url + "/v1/rerank"
+
+
+def _error_message(body: bytes) -> str:
+    """Extract a human message from an error body (OpenAI-style, ``detail`` or plain text)."""
+    try:
+        doc = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return body.decode("utf-8", "replace")[:500]
+    if isinstance(doc, dict):
+        err = doc.get("error", doc)
+        if isinstance(err, dict) and "message" in err:
+            return str(err["message"])
+        if isinstance(err, str):
+            return err
+        if "detail" in doc:
+            return str(doc["detail"])
+    return body.decode("utf-8", "replace")[:500]
+
+
+class _Retryable(Exception):
+    """Internal: a failure worth retrying (connection error, timeout, 5xx, 429)."""
+
+
+class HttpReranker:
+    """Client for ``POST {endpoint}/v1/rerank`` speaking the bge-reranker-v2-m3 wire format.
+
+    Request: ``{"model", "query", "documents", "top_n": len(documents), "return_documents": false}``
+    with ``Authorization: Bearer <key>``. Response: ``{"results": [{"index", "relevance_score",
+    "document": {"text"}}], "usage"}``, in any order; ``document`` may also be a plain string or
+    absent (it is not used). Documents missing from ``results`` get a score 1.0 below the lowest
+    returned one. Connection errors, timeouts, 5xx and 429 are retried with backoff; any other
+    4xx or a malformed body raises :class:`RerankError` at once.
+
+    The aiohttp session is created on first use (inside the running loop) and closed by
+    :meth:`close`. Proxy settings from the environment are ignored (aiohttp's default).
+    """
+
+    backoff_s: tuple[float, ...] = (0.2, 0.8)
+
+    def __init__(
+        self,
+        endpoint: str,
+        model: str = DEFAULT_HTTP_MODEL,
+        api_key: str | None = None,
+        timeout_s: float = 10.0,
+        retries: int = 2,
+    ) -> None:
+        if retries < 0:
+            raise ValueError("retries must be >= 0")
+        self.url = _rerank_url(endpoint)
+        self.model = model
+        self.model_id = f"http:{model}"
+        self.timeout_s = timeout_s
+        self.retries = retries
+        self._api_key = api_key
+        self._session: aiohttp.ClientSession | None = None
+        self.requests = 0  # successful HTTP round trips, for diagnostics
+
+    def _client(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.timeout_s))
+        return self._session
+
+    async def close(self) -> None:
+        """Close the HTTP session (a later call opens a new one)."""
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def rerank(
+        self, query: str, documents: list[str], *, passage_vectors: np.ndarray | None = None
+    ) -> list[float]:
+        """Score ``documents`` remotely; ``passage_vectors`` is ignored (the server reads the text)."""
+        if not documents:
+            return []
+        body = orjson.dumps({
+            "model": self.model,
+            "query": query,
+            "documents": list(documents),
+            "top_n": len(documents),
+            "return_documents": False,
+        })
+        for attempt in range(self.retries + 1):
+            try:
+                raw = await self._post(body)
+                break
+            except _Retryable as exc:
+                if attempt >= self.retries:
+                    raise RerankError(
+                        f"rerank request to {self.url} failed after {attempt + 1} attempts: {exc}"
+                    ) from exc
+                log.warning("rerank.http_retry", url=self.url, attempt=attempt + 1, error=str(exc))
+                await asyncio.sleep(self.backoff_s[min(attempt, len(self.backoff_s) - 1)])
+        return self._parse(raw, len(documents))
+
+    async def _post(self, body: bytes) -> bytes:
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        try:
+            async with self._client().post(self.url, data=body, headers=headers) as resp:
+                data = await resp.read()
+                status = resp.status
+        except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+            raise _Retryable(f"{type(exc).__name__}: {exc}") from exc
+        if status >= 500 or status == 429:
+            raise _Retryable(f"HTTP {status}: {_error_message(data)}")
+        if status >= 400:
+            raise RerankError(f"rerank endpoint returned HTTP {status}: {_error_message(data)}")
+        self.requests += 1
+        return data
+
+    def _parse(self, raw: bytes, n: int) -> list[float]:
+        try:
+            results = orjson.loads(raw)["results"]
+            if not isinstance(results, list):
+                raise ValueError(f"results is a {type(results).__name__}, not a list")
+            scores: dict[int, float] = {}
+            for item in results:
+                index, score = _result_item(item)
+                if not 0 <= index < n:
+                    raise ValueError(f"index {index} out of range for {n} documents")
+                if index in scores:
+                    raise ValueError(f"index {index} appears twice")
+                scores[index] = score
+        except Exception as exc:
+            raise RerankError(f"malformed rerank response from {self.url}: {exc}") from exc
+        if len(scores) < n:
+            log.warning("rerank.http_missing_results", url=self.url, documents=n, results=len(scores))
+        missing = min(scores.values(), default=0.0) - 1.0
+        return [scores.get(i, missing) for i in range(n)]
+
+
+def _result_item(item: Any) -> tuple[int, float]:
+    """``(index, score)`` of one result; accepts ``relevance_score`` or (TEI-style) ``score``."""
+    if not isinstance(item, dict):
+        raise ValueError(f"result is a {type(item).__name__}, not an object")
+    index = item["index"]
+    score = item.get("relevance_score", item.get("score"))
+    if isinstance(index, bool) or not isinstance(index, int):
+        raise ValueError(f"index {index!r} is not an integer")
+    if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
+        raise ValueError(f"relevance_score {score!r} is not a finite number")
+    return index, float(score)
+
+
+def make_reranker(
+    endpoint: str | None,
+    api_key: str | None,
+    model: str | None,
+    *,
+    timeout_s: float = 10.0,
+    retries: int = 2,
+    threads: int = 1,
+) -> Reranker:
+    """Build the configured reranker: HTTP when ``endpoint`` is set, else the local one.
+
+    The gateway passes ``RERANK_ENDPOINT``, ``RERANK_API_KEY`` and ``RERANK_MODEL`` from its settings.
+    """
+    reranker: Reranker
+    if endpoint:
+        reranker = HttpReranker(endpoint, model=model or DEFAULT_HTTP_MODEL, api_key=api_key,
+                                timeout_s=timeout_s, retries=retries)
+    else:
+        reranker = LocalReranker(threads=threads)
+    log.info("rerank.configured", model_id=reranker.model_id)
+    return reranker

@@ -1,0 +1,177 @@
+"""The synonyms projector: `synonym.added` events -> SQLite `<dir>/synonyms.db` (WAL).
+
+Tables:
+- `additions` — one row per event (position, namespace, term, synonyms as written): the listing.
+- `pairs` — the symmetric relation used for query expansion: for every addition, each ordered pair
+  (x, y) of distinct members of {term} ∪ synonyms, keyed by (namespace, key(x), key(y)) where key
+  is `normalize_term`; the first addition's spelling of y is kept. Additions are not merged
+  transitively (see `projections/queries/synonyms.py`).
+- `checkpoint` — the position of the last applied event.
+
+Rows and the checkpoint are written in ONE transaction (`BEGIN IMMEDIATE`), and the checkpoint is
+re-read inside it, so a batch applied twice (or by two writers) changes nothing, and a crash leaves
+either the whole batch or none of it. Reads (`load_checkpoint`, `digest`) never create files.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from pathlib import Path
+
+import orjson
+
+from events import positions
+from events.catalogue import SynonymAdded
+from events.envelope import Event
+from projections.digest import Digester
+from projections.projector import after_checkpoint, last_position
+from projections.queries.synonyms import DB_FILE, normalize_term
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS additions (
+    position TEXT PRIMARY KEY, ms INTEGER NOT NULL, seq INTEGER NOT NULL,
+    namespace TEXT NOT NULL, term TEXT NOT NULL, synonyms TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS pairs (
+    namespace TEXT NOT NULL, term_key TEXT NOT NULL, synonym_key TEXT NOT NULL,
+    synonym TEXT NOT NULL, position TEXT NOT NULL,
+    PRIMARY KEY (namespace, term_key, synonym_key));
+CREATE TABLE IF NOT EXISTS checkpoint (projector TEXT PRIMARY KEY, position TEXT NOT NULL);
+"""
+
+
+def members(event: SynonymAdded) -> list[tuple[str, str]]:
+    """(key, as written) of {term} ∪ synonyms, distinct by key, in the order given."""
+    out: dict[str, str] = {}
+    for text in (event.term, *event.synonyms):
+        key = normalize_term(text)
+        if key and key not in out:
+            out[key] = text.strip()
+    return list(out.items())
+
+
+class SynonymsProjector:
+    name = "synonyms"
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = Path(directory)
+        self.path = self.directory / DB_FILE
+        self._conn: sqlite3.Connection | None = None
+        self._ready = False
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ connection
+
+    def _connect(self, *, create: bool) -> sqlite3.Connection | None:
+        if self._conn is None:
+            if not create and not self.path.exists():
+                return None
+            self.directory.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")  # WAL: atomic; a lost tail is re-applied from the log
+            self._conn = conn
+        if create and not self._ready:
+            self._conn.executescript(_SCHEMA)
+            self._conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            self._ready = True
+        return self._conn
+
+    @staticmethod
+    def _checkpoint(conn: sqlite3.Connection) -> str | None:
+        try:
+            row = conn.execute("SELECT position FROM checkpoint WHERE projector = 'synonyms'").fetchone()
+        except sqlite3.OperationalError:  # tables not created yet
+            return None
+        return row[0] if row else None
+
+    # ------------------------------------------------------------------ protocol
+
+    async def load_checkpoint(self) -> str | None:
+        return await asyncio.to_thread(self._load_checkpoint)
+
+    def _load_checkpoint(self) -> str | None:
+        with self._lock:
+            conn = self._connect(create=False)
+            return None if conn is None else self._checkpoint(conn)
+
+    async def apply(self, events: list[Event]) -> None:
+        if events:
+            await asyncio.to_thread(self._apply, events)
+
+    def _apply(self, events: list[Event]) -> None:
+        with self._lock:
+            conn = self._connect(create=True)
+            assert conn is not None
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                checkpoint = self._checkpoint(conn)
+                fresh = after_checkpoint(events, checkpoint)
+                for ev in fresh:
+                    if isinstance(ev.data, SynonymAdded):
+                        self._fold(conn, ev)
+                pos = last_position(fresh, checkpoint)
+                if pos is not None and pos != checkpoint:
+                    conn.execute("INSERT INTO checkpoint (projector, position) VALUES ('synonyms', ?) "
+                                 "ON CONFLICT (projector) DO UPDATE SET position = excluded.position", (pos,))
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+    @staticmethod
+    def _fold(conn: sqlite3.Connection, ev: Event) -> None:
+        data: SynonymAdded = ev.data
+        group = members(data)
+        if len(group) < 2:
+            return
+        ms, seq = positions.parse(ev.position)
+        conn.execute("INSERT OR IGNORE INTO additions (position, ms, seq, namespace, term, synonyms) "
+                     "VALUES (?, ?, ?, ?, ?, ?)",
+                     (ev.position, ms, seq, data.namespace, group[0][1],
+                      orjson.dumps([text for _, text in group[1:]]).decode()))
+        conn.executemany(
+            "INSERT OR IGNORE INTO pairs (namespace, term_key, synonym_key, synonym, position) VALUES (?, ?, ?, ?, ?)",
+            [(data.namespace, a, b, text, ev.position) for a, _ in group for b, text in group if a != b])
+
+    def read_scope(self, event: Event) -> str | None:
+        """Generational: a synonym changes lexical search in its namespace."""
+        return event.data.namespace if isinstance(event.data, SynonymAdded) else None
+
+    async def digest(self) -> str:
+        return await asyncio.to_thread(self._digest)
+
+    def _digest(self) -> str:
+        """Rows as of the checkpoint, sorted by key: additions by (ms, seq), pairs by their key."""
+        d = Digester()
+        with self._lock:
+            conn = self._connect(create=False)
+            if conn is None:
+                return d.hexdigest()
+            conn.execute("BEGIN")  # one read snapshot
+            try:
+                try:
+                    adds = conn.execute("SELECT position, namespace, term, synonyms FROM additions "
+                                        "ORDER BY ms, seq").fetchall()
+                    pairs = conn.execute("SELECT namespace, term_key, synonym_key, synonym, position FROM pairs "
+                                         "ORDER BY namespace, term_key, synonym_key").fetchall()
+                except sqlite3.OperationalError:
+                    adds, pairs = [], []
+            finally:
+                conn.execute("COMMIT")
+        for pos, ns, term, syns in adds:
+            d.add({"t": "addition", "position": pos, "namespace": ns, "term": term, "synonyms": orjson.loads(syns)})
+        for ns, term_key, syn_key, syn, pos in pairs:
+            d.add({"t": "pair", "namespace": ns, "term_key": term_key, "synonym_key": syn_key, "synonym": syn,
+                   "position": pos})
+        return d.hexdigest()
+
+    async def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+                self._ready = False

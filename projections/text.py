@@ -1,0 +1,96 @@
+"""Lexical text preparation for the memories table's full-text (BM25) index.
+
+The projector stores ``index_text(content)`` in the ``search_text`` column at commit
+time; recall passes ``query_text(query)`` to LanceDB's ``nearest_to_text`` over an FTS
+index built with :data:`FTS_CONFIG`.
+
+Why this shape (measured on LoCoMo conv-26/30, turns as memories, recall@5):
+
+* Tokenising is done here, in Python, so that Chinese works without a dictionary:
+  every run of CJK characters becomes its unigrams *and* overlapping bigrams
+  (``"喜欢猫"`` -> ``喜 欢 猫 喜欢 欢猫``), so a Chinese query hits a Chinese memory
+  whether or not the words line up. Latin/digit words are NFKC-normalised and
+  lower-cased; apostrophes split words (``caroline's`` -> ``caroline s``), as
+  LanceDB's ``simple`` tokenizer does.
+* The index then only splits on whitespace and applies English stemming and stop-word
+  removal (which leave CJK tokens alone). On English this is exactly as good as
+  LanceDB's default ``simple`` tokenizer on raw text (55.2), and both beat no stemming
+  (51.7), no stop words (51.5) and plain BM25 without either (47.2); the ``icu``
+  tokenizer on raw text measured 55.0 and segments Chinese by dictionary only.
+* On the query side, question words and filler (``what``, ``did``, ``likely``, ``kind``;
+  ``什么``, ``吗``...) are dropped: +1.6 (56.8). Speaker names are kept (dropping
+  them was neutral at @5 and cost 1.4 at @25).
+
+Everything here is pure and deterministic (it runs inside projectors during replay).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Any, Final
+
+__all__ = ["FTS_CONFIG", "QUERY_STOP_WORDS", "index_text", "query_text", "tokens"]
+
+#: kwargs for ``lancedb.index.FTS`` on the ``search_text`` column.
+FTS_CONFIG: Final[dict[str, Any]] = {
+    "base_tokenizer": "whitespace",
+    "language": "English",
+    "lower_case": True,
+    "stem": True,
+    "remove_stop_words": True,
+    "ascii_folding": True,
+    "with_position": False,
+    "max_token_length": 40,
+}
+
+# Han (incl. extension A and compatibility), kana, hangul: scripts written without spaces.
+_CJK: Final = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
+_TOKEN: Final = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+")
+_IS_CJK: Final = re.compile(rf"[{_CJK}]")
+
+#: English question words and filler that LanceDB's stop list keeps but that only add
+#: noise to a recall query (the FTS stop list removes the rest at query time).
+QUERY_STOP_WORDS: Final[frozenset[str]] = frozenset(
+    """
+    what when where who whom whose which why how did does do is are was were would could
+    should can will has have had the a an of to in on for with about at by from as that
+    this these those likely kind type any some she he her his they their them it its been
+    being might may much many
+    """.split()
+)
+
+# Chinese question words/particles, removed from the query string before tokenising
+# (longest first so 什么时候 goes before 什么).
+_ZH_QUERY_STOP: Final = re.compile(
+    "什么时候|为什么|怎么样|什么|怎么|怎样|哪里|哪儿|哪些|哪个|是不是|是否|多少|请问|吗|呢|谁"
+)
+
+
+def tokens(text: str) -> list[str]:
+    """Split ``text`` into index tokens: lower-cased words, CJK unigrams + bigrams."""
+    out: list[str] = []
+    for match in _TOKEN.finditer(unicodedata.normalize("NFKC", text).lower()):
+        tok = match.group()
+        if _IS_CJK.match(tok):
+            out.extend(tok)
+            out.extend(tok[i : i + 2] for i in range(len(tok) - 1))
+        else:
+            out.append(tok)
+    return out
+
+
+def index_text(content: str) -> str:
+    """What the projector stores in ``search_text`` for a memory's ``content``."""
+    return " ".join(tokens(content))
+
+
+def query_text(query: str) -> str:
+    """What recall passes to ``nearest_to_text``: query tokens minus question words.
+
+    Falls back to every token when stripping would leave nothing, and returns ``""``
+    for a query without any word (the caller then skips the lexical search).
+    """
+    all_tokens = tokens(query)
+    kept = [t for t in tokens(_ZH_QUERY_STOP.sub(" ", query)) if t not in QUERY_STOP_WORDS]
+    return " ".join(kept or all_tokens)
