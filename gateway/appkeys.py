@@ -15,6 +15,7 @@ STORE = web.AppKey("store", EventStore)
 COMMANDS = web.AppKey("commands", CommandService)
 RECALL = web.AppKey("recall", object)        # projections.queries.recall.RecallService
 READER = web.AppKey("reader", object)        # projections.reader.MemoriesReader
+AUDIT = web.AppKey("audit", object)                 # gateway.audit.AuditWriter (buffered recall.served)
 RECALL_CACHE = web.AppKey("recall_cache", object)  # events.cache.RecallCache
 RERANKER = web.AppKey("reranker", object)  # projections.rerank.Reranker or None
 SYNONYMS = web.AppKey("synonyms", object)    # projections.queries.synonyms.SynonymsReader

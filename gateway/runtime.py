@@ -14,10 +14,11 @@ from commands.handlers import CommandService
 from events.redis_client import connect
 from events.store import EventStore
 from gateway.appkeys import (
-    BACKGROUND, COMMANDS, EMBEDDER, EVAL, PROJECTORS, READER, RECALL, RECALL_CACHE, RERANKER, RUNNER_TASKS, SETTINGS,
+    AUDIT, BACKGROUND, COMMANDS, EMBEDDER, EVAL, PROJECTORS, READER, RECALL, RECALL_CACHE, RERANKER, RUNNER_TASKS, SETTINGS,
     STOPPING, STORE, SYNONYMS, WAITER,
 )
 from events.cache import RecallCache
+from gateway.audit import AuditWriter
 from projections.rerank import make_reranker
 from gateway.settings import Settings
 from projections.embedding import make_embedder
@@ -69,6 +70,8 @@ async def resources(app: web.Application) -> AsyncIterator[None]:
     app[EVAL] = EvalService(store, app[RECALL], projection_dir(settings.data_dir, "memories"))
     app[PROJECTORS] = list(NAMES)
     app[BACKGROUND] = set()
+    app[AUDIT] = AuditWriter(store)
+    app[AUDIT].start()
     app[STOPPING] = asyncio.Event()
     app[RUNNER_TASKS] = []
     if owns_embedder:
@@ -86,6 +89,7 @@ async def resources(app: web.Application) -> AsyncIterator[None]:
     try:
         yield
     finally:
+        await app[AUDIT].close()  # append the buffered recall.served events before anything stops
         app[STOPPING].set()
         for task in app[RUNNER_TASKS]:
             with contextlib.suppress(asyncio.CancelledError, Exception):

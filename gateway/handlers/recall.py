@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import time
 
@@ -14,7 +13,7 @@ from commands.model import Actor, Limits
 from commands.parsing import NAMESPACE_RE, opt_float, opt_int, opt_str, str_list
 from commands.vocabulary import EPHEMERAL_SUFFIX, SHARED_NAMESPACE
 from events.catalogue import RecallServed, new_event
-from gateway.appkeys import BACKGROUND, READER, RECALL, RECALL_CACHE, SETTINGS, STORE
+from gateway.appkeys import AUDIT, READER, RECALL, RECALL_CACHE, SETTINGS, STORE
 from gateway.errors import ApiError
 from gateway.requests import acting_agent, after_param, json_body, json_response, wait_for_projections
 from projections.queries.recall import SHARED, RecallHit, RecallRequest
@@ -158,17 +157,7 @@ def _audit(request: web.Request, actor: Actor | None, query: str, scope: list[st
                            scores=tuple(float(r["score"]) for r in results), top_k=top_k)
     event = new_event(payload, ns=actor.main_namespace if actor else SHARED_NAMESPACE,
                       agent=actor.agent_id if actor else "admin", by=actor.by if actor else "admin")
-    tasks: set = request.app[BACKGROUND]
-    task = asyncio.create_task(_append_audit(request.app, event))
-    tasks.add(task)
-    task.add_done_callback(tasks.discard)
-
-
-async def _append_audit(app: web.Application, event) -> None:
-    try:
-        await app[STORE].append([event])
-    except Exception:  # noqa: BLE001 - the audit trail must never fail a served recall
-        log.exception("recall.audit_failed")
+    request.app[AUDIT].add(event)
 
 
 def routes() -> list[web.RouteDef]:
