@@ -252,6 +252,7 @@ class LanceTable:
         table = await self.open()
         if table is None:
             return None, None
+        await self._ensure_index(table)  # e.g. a directory built offline, now served
         stats = await table.optimize(cleanup_older_than=cleanup_older_than)
         self._tail = set() if await self._unindexed_rows() == 0 else None
         return stats, int(await table.version())

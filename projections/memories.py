@@ -65,7 +65,7 @@ class MemoriesProjector:
     name = "memories"
 
     def __init__(self, directory: Path, embedder: Any, *, compact_after_writes: int = 100,
-                 compact_after_rows: int = 5000, vector_index_min_rows: int = 5000,
+                 compact_after_rows: int = 5000, vector_index_min_rows: int = 5000, serving_indexes: bool = True,
                  retention: timedelta = timedelta(minutes=10), memo_limit: int = 8192) -> None:
         self.directory = Path(directory)
         self.embedder = embedder
@@ -75,8 +75,11 @@ class MemoriesProjector:
         self.retention = retention
         self.memo_limit = memo_limit
         self._schema: pa.Schema | None = None
-        self._table = LanceTable(self.directory, TABLE, self._lazy_schema, bitmap_columns=FILTER_COLUMNS,
-                                 fts_columns={SEARCH_TEXT: FTS_CONFIG})
+        # Serving indexes (filters, full text) are skipped by offline rebuilds; a live projector
+        # over the directory creates them on its first write.
+        self._table = LanceTable(self.directory, TABLE, self._lazy_schema,
+                                 bitmap_columns=FILTER_COLUMNS if serving_indexes else (),
+                                 fts_columns={SEARCH_TEXT: FTS_CONFIG} if serving_indexes else None)
         self._lock = WriterLock(self.directory)
         self._ck: Checkpoint | None = None
         self._ck_loaded = False

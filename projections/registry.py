@@ -32,5 +32,5 @@ def make_projectors(data_dir: Path, embedder: Any, *, offline: bool = False) -> 
     synonyms = SynonymsProjector(projection_dir(data_dir, "synonyms"))
     if offline:
         return [MemoriesProjector(projection_dir(data_dir, "memories"), embedder, compact_after_rows=0,
-                                  vector_index_min_rows=0), synonyms]
+                                  vector_index_min_rows=0, serving_indexes=False), synonyms]
     return [MemoriesProjector(projection_dir(data_dir, "memories"), embedder), synonyms]

@@ -119,7 +119,7 @@ async def bench(n: int, small: int, workdir: Path, url: str) -> None:
           f"maintain + digest (embedded {embedder2.misses}, cache hits {embedder2.hits}); "
           f"digest equal to live: {result['memories'].digest == live_digest}")
     fold_only = MemoriesProjector(projection_dir(workdir / "replay2", "memories"), embedder2, compact_after_rows=0,
-                                  vector_index_min_rows=0)
+                                  vector_index_min_rows=0, serving_indexes=False)
     t0 = time.perf_counter()
     await ProjectionRunner(store, fold_only, publish=False, batch_size=500).catch_up()
     folded = time.perf_counter() - t0

@@ -139,3 +139,33 @@ async def test_live_digests_of_an_empty_directory(tmp_path: Path, embedder) -> N
     digests = await live_digests(tmp_path / "none", embedder)
     assert digests["memories"].position is None
     assert not (tmp_path / "none").exists()  # reading created nothing
+
+
+async def test_an_offline_rebuild_gets_its_serving_indexes_from_the_first_live_maintain(store, tmp_path: Path) -> None:
+    from events.catalogue import MemoryCommitted, new_event
+    from projections.hash_embedder import HashEmbedder
+    from projections.memories import MemoriesProjector
+    from projections.reader import MemoriesReader
+    from projections.replay import rebuild
+    from projections.text import query_text
+
+    await store.append([new_event(MemoryCommitted(f"m{i}", f"note {i} about 数据库 backups", "shared", "fact",
+                                                  "system_fact"), ns="shared", agent="a") for i in range(5)])
+    embedder = HashEmbedder(dim=16)
+    await rebuild(store, tmp_path, embedder)
+    memories = tmp_path / "projections" / "memories"
+    import lancedb
+
+    def indexed() -> set[str]:
+        table = lancedb.connect(str(memories)).open_table("memories")
+        return {ix.columns[0] for ix in table.list_indices()}
+
+    assert indexed() == {"id"}  # offline: only the key index the fold itself needs
+    live = MemoriesProjector(memories, embedder)
+    await live.load_checkpoint()
+    await live.maintain()
+    await live.close()
+    assert indexed() == {"id", "namespace", "is_deleted", "search_text"}
+    reader = MemoriesReader(memories)
+    assert len(await reader.alexical(query_text("数据库"), ["shared"], 5)) == 5
+    reader.close()
