@@ -21,6 +21,7 @@ import numpy as np
 import orjson
 import structlog
 
+from projections.http_provider import Retryable, endpoint_url, error_message
 from projections.embedding_cache import EmbeddingCache, content_sha
 
 log = structlog.get_logger(__name__)
@@ -112,34 +113,8 @@ class LocalUSEEmbedder:
 
 
 def _embeddings_url(endpoint: str) -> str:
-    """Accept a base URL (``http://h:8000``, ``http://h:8000/v1``) or the full embeddings URL."""
-    url = endpoint.strip().rstrip("/")
-    if url.endswith("/v1/embeddings"):
-        return url
-    if url.endswith("/v1"):
-        return url + "/embeddings"
-    return url + "/v1/embeddings"
+    return endpoint_url(endpoint, "embeddings")
 
-
-def _error_message(body: bytes) -> str:
-    """Extract a human message from an (OpenAI-style) error body."""
-    try:
-        doc = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return body.decode("utf-8", "replace")[:500]
-    if isinstance(doc, dict):
-        err = doc.get("error", doc)
-        if isinstance(err, dict) and "message" in err:
-            return str(err["message"])
-        if isinstance(err, str):
-            return err
-        if "detail" in doc:
-            return str(doc["detail"])
-    return body.decode("utf-8", "replace")[:500]
-
-
-class _Retryable(Exception):
-    """Internal: a failure worth retrying (connection error, timeout, 5xx, 429)."""
 
 
 class HttpEmbedder:
@@ -201,7 +176,7 @@ class HttpEmbedder:
             try:
                 raw = self._post(body)
                 break
-            except _Retryable as exc:
+            except Retryable as exc:
                 if attempt >= self.retries:
                     raise EmbeddingError(
                         f"embedding request to {self.url} failed after {attempt + 1} attempts: {exc}"
@@ -221,12 +196,12 @@ class HttpEmbedder:
                 data = resp.read()
         except urllib.error.HTTPError as exc:
             payload = exc.read() or b""
-            msg = _error_message(payload)
+            msg = error_message(payload)
             if exc.code >= 500 or exc.code == 429:
-                raise _Retryable(f"HTTP {exc.code}: {msg}") from exc
+                raise Retryable(f"HTTP {exc.code}: {msg}") from exc
             raise EmbeddingError(f"embedding endpoint returned HTTP {exc.code}: {msg}") from exc
         except (OSError, http.client.HTTPException) as exc:  # URLError, timeouts, resets
-            raise _Retryable(f"{type(exc).__name__}: {exc}") from exc
+            raise Retryable(f"{type(exc).__name__}: {exc}") from exc
         self.requests += 1
         return data
 

@@ -23,6 +23,7 @@ import numpy as np
 import orjson
 import structlog
 
+from projections.http_provider import Retryable, endpoint_url, error_message
 from projections.rerank_local import LocalReranker
 
 log = structlog.get_logger(__name__)
@@ -54,34 +55,8 @@ class Reranker(Protocol):
 
 
 def _rerank_url(endpoint: str) -> str:
-    """Accept a base URL (``http://h:8000``, ``http://h:8000/v1``) or the full rerank URL."""
-    url = endpoint.strip().rstrip("/")
-    if url.endswith("/v1/rerank"):
-        return url
-    if url.endswith("/v1"):
-        return url + "/rerank"
-    return url + "/v1/rerank"
+    return endpoint_url(endpoint, "rerank")
 
-
-def _error_message(body: bytes) -> str:
-    """Extract a human message from an error body (OpenAI-style, ``detail`` or plain text)."""
-    try:
-        doc = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return body.decode("utf-8", "replace")[:500]
-    if isinstance(doc, dict):
-        err = doc.get("error", doc)
-        if isinstance(err, dict) and "message" in err:
-            return str(err["message"])
-        if isinstance(err, str):
-            return err
-        if "detail" in doc:
-            return str(doc["detail"])
-    return body.decode("utf-8", "replace")[:500]
-
-
-class _Retryable(Exception):
-    """Internal: a failure worth retrying (connection error, timeout, 5xx, 429)."""
 
 
 class HttpReranker:
@@ -147,7 +122,7 @@ class HttpReranker:
             try:
                 raw = await self._post(body)
                 break
-            except _Retryable as exc:
+            except Retryable as exc:
                 if attempt >= self.retries:
                     raise RerankError(
                         f"rerank request to {self.url} failed after {attempt + 1} attempts: {exc}"
@@ -165,11 +140,11 @@ class HttpReranker:
                 data = await resp.read()
                 status = resp.status
         except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
-            raise _Retryable(f"{type(exc).__name__}: {exc}") from exc
+            raise Retryable(f"{type(exc).__name__}: {exc}") from exc
         if status >= 500 or status == 429:
-            raise _Retryable(f"HTTP {status}: {_error_message(data)}")
+            raise Retryable(f"HTTP {status}: {error_message(data)}")
         if status >= 400:
-            raise RerankError(f"rerank endpoint returned HTTP {status}: {_error_message(data)}")
+            raise RerankError(f"rerank endpoint returned HTTP {status}: {error_message(data)}")
         self.requests += 1
         return data
 
