@@ -154,3 +154,13 @@ async def test_synonyms_expand_the_lexical_query_and_invalidate_the_cache(api):
     assert status == 201, syn
     _, after = await api.recall(key, "when does QPX begin", diversity=0.0, after=syn["position"])
     assert after["cached"] is False and after["results"][0]["memory_id"] == target
+
+
+async def test_queries_with_search_syntax_characters_are_plain_text(api):
+    key = await api.register("alice")
+    ids = await _batch(api, key, ["The config key is redis:url and the port is 6379 (default)"])
+    for query in ['redis:url "port" (default) AND OR NOT * ? ~ ^ \\ -6379', "???", "（）【】「」", "a" * 2000]:
+        status, body = await api.recall(key, query, after=ids["__position"])
+        assert status == 200, (query, body)
+    _, body = await api.recall(key, 'redis:url "port" AND', diversity=0.0)
+    assert body["results"][0]["memory_id"] == ids["The config key is redis:url and the port is 6379 (default)"]
