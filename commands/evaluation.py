@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 import structlog
@@ -26,6 +25,7 @@ from events.store import EventStore
 from projections.queries import golden, golden_rules
 from projections.queries.eval_log import GoldenSet, find_golden_set
 from projections.queries.evaluation import DEFAULT_TOP_K, MAX_QUERIES, EvalQuery, EvalReport, Recaller, evaluate
+from projections.reader import MemoriesReader
 
 log = structlog.get_logger(__name__)
 
@@ -109,10 +109,10 @@ def parse_generate(body: Any) -> GenerateGoldenSet:
 
 
 class EvalService:
-    def __init__(self, store: EventStore, recaller: Recaller | None, memories_dir: Path) -> None:
+    def __init__(self, store: EventStore, recaller: Recaller | None, memories: MemoriesReader) -> None:
         self.store = store
         self.recaller = recaller
-        self.memories_dir = Path(memories_dir)
+        self.memories = memories
 
     async def generate(self, cmd: GenerateGoldenSet) -> GoldenSet:
         """Rule-based golden set from the stored memories, recorded as `eval.golden_set_created`."""
@@ -120,7 +120,7 @@ class EvalService:
         if seed is None:
             last = await self.store.last_position()
             seed = positions.timestamp_ms(last) if last else 0
-        memories = await asyncio.to_thread(golden.sample_memories, self.memories_dir, seed,
+        memories = await asyncio.to_thread(golden.sample_memories, self.memories, seed,
                                            namespaces=[cmd.namespace] if cmd.namespace else None)
         queries = golden_rules.generate(memories, cmd.n, seed)
         if not queries:

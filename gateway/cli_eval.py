@@ -123,7 +123,7 @@ async def run_eval_command(args: argparse.Namespace, settings: Settings, out: Te
             recaller, reranker = build_recall(settings, reader, embedder, synonyms)
         else:
             recaller = None
-        service = EvalService(store, recaller, projection_dir(settings.data_dir, "memories"))
+        service = EvalService(store, recaller, reader)
         if args.eval_command == "generate":
             golden = await service.generate(GenerateGoldenSet(args.n, args.seed, args.namespace))
             if args.json:

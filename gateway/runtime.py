@@ -11,21 +11,21 @@ from aiohttp import web
 
 from commands.evaluation import EvalService
 from commands.handlers import CommandService
+from events.cache import RecallCache
 from events.redis_client import connect
 from events.store import EventStore
 from gateway.appkeys import (
-    AUDIT, BACKGROUND, COMMANDS, EMBEDDER, EVAL, PROJECTORS, READER, RECALL, RECALL_CACHE, RERANKER, RUNNER_TASKS, SETTINGS,
-    STOPPING, STORE, SYNONYMS, WAITER,
+    AUDIT, BACKGROUND, COMMANDS, EMBEDDER, EVAL, PROJECTORS, READER, RECALL, RECALL_CACHE, RERANKER, RUNNER_TASKS,
+    SETTINGS, STOPPING, STORE, SYNONYMS, WAITER,
 )
-from events.cache import RecallCache
 from gateway.audit import AuditWriter
-from projections.rerank import make_reranker
 from gateway.settings import Settings
 from projections.embedding import make_embedder
 from projections.queries.recall import RecallService
 from projections.queries.synonyms import SynonymsReader
 from projections.reader import MemoriesReader
 from projections.registry import NAMES, make_projectors, projection_dir
+from projections.rerank import make_reranker
 from projections.runner import ProjectionRunner
 from projections.waiter import CheckpointWaiter
 
@@ -67,7 +67,7 @@ async def resources(app: web.Application) -> AsyncIterator[None]:
     app[RECALL], reranker = build_recall(settings, reader, embedder, app[SYNONYMS])
     app[RERANKER] = reranker
     app[RECALL_CACHE] = RecallCache(redis, settings.recall_cache_ttl_s)
-    app[EVAL] = EvalService(store, app[RECALL], projection_dir(settings.data_dir, "memories"))
+    app[EVAL] = EvalService(store, app[RECALL], reader)
     app[PROJECTORS] = list(NAMES)
     app[BACKGROUND] = set()
     app[AUDIT] = AuditWriter(store)

@@ -21,8 +21,8 @@ import numpy as np
 import orjson
 import structlog
 
-from projections.http_provider import Retryable, endpoint_url, error_message
 from projections.embedding_cache import EmbeddingCache, content_sha
+from projections.http_provider import Retryable, endpoint_url, error_message
 
 log = structlog.get_logger(__name__)
 

@@ -102,6 +102,10 @@ class MemoriesReader:
                     return None
         return self._table
 
+    def table(self) -> Any | None:
+        """The sync table handle (None while the table does not exist), for other read modules."""
+        return self._open()
+
     def search(self, vector: np.ndarray, namespaces: list[str], limit: int) -> list[dict[str, Any]]:
         """Nearest non-deleted memories in `namespaces`; each row has `score` = cosine similarity."""
         ns = _checked(namespaces, limit)

@@ -1,35 +1,19 @@
 """Reading memories for golden-set generation: a deterministic sample of the memories table.
 
 Only ids (and the kind) are read for every memory; contents are fetched for the sampled ones.
-Sync (LanceDB's sync API): call through `asyncio.to_thread`. A missing table reads as empty.
+Sync (the reader's sync table handle): call through `asyncio.to_thread`. A missing table reads as empty.
 """
 
 from __future__ import annotations
 
 import hashlib
-from datetime import timedelta
-from pathlib import Path
-from typing import Any
-
-import lancedb
 
 from projections.lance import sql_in
-from projections.memory_rows import TABLE
 from projections.queries.golden_rules import SourceMemory
-from projections.reader import valid_namespaces
+from projections.reader import MemoriesReader, valid_namespaces
 
 SAMPLE_PER_KIND = 64
 MAX_FETCH = 1000
-
-
-def _open(directory: Path) -> Any | None:
-    if not (Path(directory) / f"{TABLE}.lance").exists():
-        return None
-    db = lancedb.connect(str(directory), read_consistency_interval=timedelta(0))
-    try:
-        return db.open_table(TABLE)
-    except ValueError:
-        return None
 
 
 def _filter(namespaces: list[str] | None) -> str:
@@ -39,10 +23,10 @@ def _filter(namespaces: list[str] | None) -> str:
     return where
 
 
-def sample_memories(directory: Path, seed: int, *, namespaces: list[str] | None = None,
+def sample_memories(reader: MemoriesReader, seed: int, *, namespaces: list[str] | None = None,
                     per_kind: int = SAMPLE_PER_KIND) -> list[SourceMemory]:
     """Up to `per_kind` live memories of each decay class, chosen by sha256(seed:id) order."""
-    table = _open(directory)
+    table = reader.table()
     if table is None:
         return []
     ids = (table.search().where(_filter(namespaces)).select(["id", "decay_class"]).limit(None)
