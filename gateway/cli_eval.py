@@ -110,6 +110,7 @@ async def run_eval_command(args: argparse.Namespace, settings: Settings, out: Te
     embedder = None
     reader = None
     reranker = None
+    recaller = None
     synonyms = SynonymsReader(projection_dir(settings.data_dir, "synonyms"))
     try:
         if args.eval_command == "history":
@@ -121,6 +122,7 @@ async def run_eval_command(args: argparse.Namespace, settings: Settings, out: Te
         embedder = _embedder(settings) if args.eval_command == "run" else None
         if embedder is not None:
             recaller, reranker = build_recall(settings, reader, embedder, synonyms)
+            await recaller.index.wait_ready()
         else:
             recaller = None
         service = EvalService(store, recaller, reader)
@@ -155,4 +157,6 @@ async def run_eval_command(args: argparse.Namespace, settings: Settings, out: Te
             embedder.close()
         if reranker is not None:
             await reranker.close()
+        if recaller is not None:
+            await recaller.index.close()
         await redis.aclose()

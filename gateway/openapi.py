@@ -71,6 +71,9 @@ SCHEMAS: dict[str, Any] = {
                       "description": "drop results whose score is below this"},
         "diversity": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.5,
                       "description": "MMR: 0 = relevance order, 1 = maximum diversity"},
+        "context": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.6,
+                    "description": "weight of context neighbours (memories the same agent committed just "
+                                   "before/after, within 30 min) in the lexical score; 0 = off"},
         "cache": {"type": "boolean", "default": True, "description": "use the search cache (TTL 1 h)"},
         "after": POSITION, "agent_id": {"type": "string"}}},
     "RecallResult": {"type": "object", "properties": {
@@ -124,6 +127,7 @@ def openapi_document() -> dict:
          "description": "comma-separated"},
         {"name": "min_score", "in": "query", "schema": {"type": "number"}},
         {"name": "diversity", "in": "query", "schema": {"type": "number", "minimum": 0, "maximum": 1}},
+        {"name": "context", "in": "query", "schema": {"type": "number", "minimum": 0, "maximum": 1}},
         {"name": "cache", "in": "query", "schema": {"type": "boolean"}},
         {"name": "after", "in": "query", "schema": POSITION},
         {"name": "agent_id", "in": "query", "schema": {"type": "string"}},

@@ -26,6 +26,7 @@ from projections.queries.synonyms import SynonymsReader
 from projections.reader import MemoriesReader
 from projections.registry import NAMES, make_projectors, projection_dir
 from projections.rerank import make_reranker
+from projections.serving_index import ServingIndex
 from projections.runner import ProjectionRunner
 from projections.waiter import CheckpointWaiter
 
@@ -34,10 +35,11 @@ log = structlog.get_logger(__name__)
 
 def build_recall(settings: Settings, reader: MemoriesReader, embedder, synonyms) -> tuple[RecallService, object]:
     """The recall service as the gateway serves it (the CLI's `zhiyi eval` builds the same), and its
-    reranker (None unless one is configured; the caller closes it)."""
+    reranker (None unless one is configured). The caller closes both (`recaller.index.close()`)."""
     reranker = (make_reranker(settings.rerank_endpoint, settings.rerank_api_key, settings.rerank_model)
                 if settings.rerank_endpoint or settings.local_rerank else None)
-    return RecallService(reader, embedder, synonyms=synonyms, reranker=reranker), reranker
+    index = ServingIndex(projection_dir(settings.data_dir, "memories"))
+    return RecallService(reader, embedder, synonyms=synonyms, reranker=reranker, index=index), reranker
 
 
 async def _warm_up(embedder) -> None:
@@ -78,6 +80,7 @@ async def resources(app: web.Application) -> AsyncIterator[None]:
         warm = asyncio.create_task(_warm_up(embedder), name="embedder:warm_up")
         app[BACKGROUND].add(warm)
         warm.add_done_callback(app[BACKGROUND].discard)
+    await app[RECALL].index.refresh()  # starts loading the serving index; LanceDB serves meanwhile
     projectors = []
     if settings.run_projectors:
         projectors = [p for p in make_projectors(settings.data_dir, embedder)
@@ -99,6 +102,7 @@ async def resources(app: web.Application) -> AsyncIterator[None]:
         for p in projectors:
             with contextlib.suppress(Exception):
                 await p.close()
+        await app[RECALL].index.close()
         reader.close()
         if reranker is not None:
             with contextlib.suppress(Exception):

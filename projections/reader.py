@@ -138,8 +138,12 @@ class MemoriesReader:
         hits.sort(key=lambda h: (-h[1], h[0]))
         return hits
 
-    async def alexical(self, text: str, namespaces: list[str], limit: int) -> list[tuple[str, float]]:
+    async def alexical(self, text: str, namespaces: list[str], limit: int, *,
+                       context: float = 0.0) -> list[tuple[str, float]]:
         """(id, BM25) full-text hits on `search_text`, best first.
+
+        `context` (neighbour smoothing) is a feature of the serving index only; LanceDB's own
+        search, used while that index loads, ignores it.
 
         `text` is already in the index's token form (`projections.text.query_text`). A table
         without the FTS index yet (no rows written by this build) has no lexical hits.

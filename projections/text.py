@@ -28,9 +28,12 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 from typing import Any, Final
 
-__all__ = ["FTS_CONFIG", "QUERY_STOP_WORDS", "index_text", "query_text", "tokens"]
+import snowballstemmer
+
+__all__ = ["FTS_CONFIG", "QUERY_STOP_WORDS", "STOP_WORDS", "index_text", "query_text", "terms", "tokens"]
 
 #: kwargs for ``lancedb.index.FTS`` on the ``search_text`` column.
 FTS_CONFIG: Final[dict[str, Any]] = {
@@ -94,3 +97,39 @@ def query_text(query: str) -> str:
     all_tokens = tokens(query)
     kept = [t for t in tokens(_ZH_QUERY_STOP.sub(" ", query)) if t not in QUERY_STOP_WORDS]
     return " ".join(kept or all_tokens)
+
+
+#: Lucene's English stop list (33 words). Measured on LoCoMo conv-26/30 against Snowball's longer
+#: list (what LanceDB's FTS drops): equal alone, better with the tuned BM25 and context smoothing.
+STOP_WORDS: Final[frozenset[str]] = frozenset(
+    """
+    a an and are as at be but by for if in into is it no not of on or such that the their then there
+    these they this to was will with
+    """.split()
+)
+MAX_TERM_LENGTH: Final = 40
+_STEMMER = snowballstemmer.stemmer("english")
+
+
+@lru_cache(maxsize=65536)
+def _term(token: str) -> str | None:
+    if len(token) > MAX_TERM_LENGTH:
+        return None
+    if _IS_CJK.match(token):
+        return token
+    if not token.isascii():  # ascii folding: café -> cafe
+        token = "".join(c for c in unicodedata.normalize("NFKD", token) if not unicodedata.combining(c))
+    if token in STOP_WORDS:
+        return None
+    return _STEMMER.stemWord(token)
+
+
+def terms(text: str) -> list[str]:
+    """BM25 terms of an :func:`index_text` / :func:`query_text` string: stop words dropped,
+    latin words stemmed (Snowball English), CJK tokens as they are."""
+    out = []
+    for token in text.split():
+        term = _term(token)
+        if term:
+            out.append(term)
+    return out

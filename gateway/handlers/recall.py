@@ -16,7 +16,7 @@ from events.catalogue import RecallServed, new_event
 from gateway.appkeys import AUDIT, READER, RECALL, RECALL_CACHE, SETTINGS, STORE
 from gateway.errors import ApiError
 from gateway.requests import acting_agent, after_param, json_body, json_response, wait_for_projections
-from projections.queries.recall import SHARED, RecallHit, RecallRequest
+from projections.queries.recall import DEFAULT_CONTEXT, SHARED, RecallHit, RecallRequest
 
 log = structlog.get_logger(__name__)
 
@@ -47,7 +47,7 @@ def _query_params(request: web.Request) -> dict:
     params: dict = {k: q[k] for k in ("query", "namespace", "agent_id") if k in q}
     if "cache" in q:
         params["cache"] = q["cache"].strip().lower() not in ("0", "false", "no", "off")
-    for name, conv in (("top_k", int), ("min_score", float), ("diversity", float)):
+    for name, conv in (("top_k", int), ("min_score", float), ("diversity", float), ("context", float)):
         if name in q:
             try:
                 params[name] = conv(q[name])
@@ -58,7 +58,8 @@ def _query_params(request: web.Request) -> dict:
     return params
 
 
-def parse_recall(body: dict, limits: Limits) -> tuple[str, int, str | None, tuple[str, ...], float | None, float, bool]:
+def parse_recall(body: dict, limits: Limits) -> tuple[str, int, str | None, tuple[str, ...], float | None, float, bool,
+                                                    float]:
     query = opt_str(body, "query", max_chars=limits.max_query_chars)
     if query is None:
         raise ApiError(400, "invalid_request", "query: is required", {"field": "query"})
@@ -70,10 +71,12 @@ def parse_recall(body: dict, limits: Limits) -> tuple[str, int, str | None, tupl
                        pattern=NAMESPACE_RE)
     min_score = opt_float(body, "min_score", minimum=-1.0, maximum=1.0)
     diversity = opt_float(body, "diversity", minimum=0.0, maximum=1.0)
+    context = opt_float(body, "context", minimum=0.0, maximum=1.0)
     cache = body.get("cache", True)
     if not isinstance(cache, bool):
         raise ApiError(400, "invalid_request", "cache: must be a boolean", {"field": "cache"})
-    return query, top_k, namespace, include, min_score, 0.5 if diversity is None else diversity, cache
+    return (query, top_k, namespace, include, min_score, 0.5 if diversity is None else diversity, cache,
+            DEFAULT_CONTEXT if context is None else context)
 
 
 async def recall(request: web.Request) -> web.Response:
@@ -82,7 +85,7 @@ async def recall(request: web.Request) -> web.Response:
         body = _query_params(request)
     else:
         body, _ = await json_body(request)
-    query, top_k, namespace, include, min_score, diversity, use_cache = parse_recall(
+    query, top_k, namespace, include, min_score, diversity, use_cache, context = parse_recall(
         body, request.app[SETTINGS].limits)
     after = after_param(request, body)
     actor = await acting_agent(request, body, required=False)
@@ -91,7 +94,7 @@ async def recall(request: web.Request) -> web.Response:
     store = request.app[STORE]
     position = await store.checkpoint("memories")
     req = RecallRequest(query=query, namespaces=scope, top_k=top_k, min_score=min_score, diversity=diversity,
-                        shared_fallback=namespace is not None and namespace != SHARED)
+                        shared_fallback=namespace is not None and namespace != SHARED, context=context)
     service, cache = request.app[RECALL], request.app[RECALL_CACHE]
     key = await _cache_key(store, service.fingerprint, req) if use_cache and cache.enabled else None
     cached = await cache.get(key) if key else None
@@ -124,7 +127,8 @@ async def _cache_key(store, fingerprint: str, req: RecallRequest) -> str:
     synonyms) of every namespace it may read: any write that could change it changes the key."""
     namespaces = sorted({*req.namespaces, *([SHARED] if req.shared_fallback else [])})
     gens = await store.generations([(projector, ns) for projector in ("memories", "synonyms") for ns in namespaces])
-    doc = [fingerprint, req.query, namespaces, req.top_k, req.min_score, req.diversity, req.shared_fallback, gens]
+    doc = [fingerprint, req.query, namespaces, req.top_k, req.min_score, req.diversity, req.shared_fallback,
+           req.context, gens]
     return hashlib.sha256(orjson.dumps(doc)).hexdigest()
 
 

@@ -33,6 +33,10 @@ SHARED = "shared"
 FALLBACK_BELOW = 3     # E4.2: fewer results than this in a private namespace -> add shared ones
 FALLBACK_COUNT = 5
 FALLBACK_FACTOR = 0.5
+#: Weight of a memory's context neighbours in its lexical score (`projections.serving_index`):
+#: tuned on LoCoMo conv-26/30, where it is worth ~7 points of recall@5 (a question's answer is
+#: often the turn after the one it matches); 0 turns it off.
+DEFAULT_CONTEXT = 0.6
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +47,7 @@ class RecallRequest:
     min_score: float | None = None
     diversity: float = DEFAULT_DIVERSITY
     shared_fallback: bool = False
+    context: float = DEFAULT_CONTEXT
 
     def validated(self) -> "RecallRequest":
         if not isinstance(self.query, str) or not self.query.strip():
@@ -53,8 +58,10 @@ class RecallRequest:
             raise InvalidQuery(f"min_score must be in [-1, 1], got {self.min_score}")
         if not 0.0 <= self.diversity <= 1.0:
             raise InvalidQuery(f"diversity must be in [0, 1], got {self.diversity}")
+        if not 0.0 <= self.context <= 1.0:
+            raise InvalidQuery(f"context must be in [0, 1], got {self.context}")
         return RecallRequest(self.query, valid_namespaces(self.namespaces), self.top_k, self.min_score,
-                             self.diversity, self.shared_fallback)
+                             self.diversity, self.shared_fallback, self.context)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,8 +134,9 @@ class QueryVectors:
 
 class RecallService:
     def __init__(self, reader: MemoriesReader, embedder: Any, *, synonyms: Any = None, reranker: Any = None,
-                 fusion: FusionParams = DEFAULT, rerank_top: int = 20) -> None:
+                 fusion: FusionParams = DEFAULT, rerank_top: int = 20, index: Any = None) -> None:
         self.reader = reader
+        self.index = index            # projections.serving_index.ServingIndex, or None: LanceDB only
         self.queries = QueryVectors(embedder)
         self.synonyms = synonyms      # .expansions(query, namespaces) -> list[str]
         self.reranker = reranker      # projections.rerank.Reranker or None
@@ -139,22 +147,24 @@ class RecallService:
     def fingerprint(self) -> str:
         """What the answers depend on besides the data (part of search-cache keys)."""
         rr = getattr(self.reranker, "model_id", "none") if self.reranker is not None else "none"
-        return f"v1|{self.queries.model_id}|{self.fusion}|{rr}|{self.rerank_top}"
+        bm25 = getattr(self.index, "bm25", "lancedb")
+        return f"v2|{self.queries.model_id}|{self.fusion}|{bm25}|{rr}|{self.rerank_top}"
 
     async def recall(self, req: RecallRequest) -> list[RecallHit]:
         req = req.validated()
         if not req.namespaces:
             return []
-        lexical = asyncio.ensure_future(self._lexical(req.query, req.namespaces))  # overlaps the query embedding
+        source = await self._source()
+        lexical = asyncio.ensure_future(self._lexical(source, req, req.namespaces))  # overlaps the embedding
         try:
             vector = await self.queries.vector(req.query)
         except BaseException:
             lexical.cancel()
             raise
-        ranked = await self._ranked(req, vector, req.namespaces, self._needed(req), lexical)
+        ranked = await self._ranked(source, req, vector, req.namespaces, self._needed(req), lexical)
         chosen = self._diversify(ranked, req.top_k, req.diversity)
         if req.shared_fallback and len(chosen) < FALLBACK_BELOW and SHARED not in req.namespaces:
-            chosen += await self._fallback(req, vector, {c.row["id"] for c in chosen})
+            chosen += await self._fallback(source, req, vector, {c.row["id"] for c in chosen})
         return [c.hit() for c in chosen[: req.top_k]]
 
     def _needed(self, req: RecallRequest) -> int:
@@ -164,18 +174,25 @@ class RecallService:
             need = max(need, self.rerank_top)
         return min(need, self.fusion.pool * 2)
 
-    async def _lexical(self, query: str, namespaces: list[str]) -> list[tuple[str, float]]:
-        return await self.reader.alexical(self._lexical_query(query, namespaces), namespaces, self.fusion.pool)
+    async def _source(self) -> Any:
+        """The serving index once it is loaded and up to the projection's checkpoint, else LanceDB."""
+        if self.index is not None and await self.index.refresh():
+            return self.index
+        return self.reader
 
-    async def _ranked(self, req: RecallRequest, vector: np.ndarray, namespaces: list[str], need: int,
+    async def _lexical(self, source: Any, req: RecallRequest, namespaces: list[str]) -> list[tuple[str, float]]:
+        return await source.alexical(self._lexical_query(req.query, namespaces), namespaces, self.fusion.pool,
+                                     context=req.context)
+
+    async def _ranked(self, source: Any, req: RecallRequest, vector: np.ndarray, namespaces: list[str], need: int,
                       lexical_task: "asyncio.Future[list[tuple[str, float]]] | None" = None) -> list[Candidate]:
-        lexical_task = lexical_task or asyncio.ensure_future(self._lexical(req.query, namespaces))
-        dense, lexical = await asyncio.gather(self.reader.adense(vector, namespaces, self.fusion.pool), lexical_task)
+        lexical_task = lexical_task or asyncio.ensure_future(self._lexical(source, req, namespaces))
+        dense, lexical = await asyncio.gather(source.adense(vector, namespaces, self.fusion.pool), lexical_task)
         fused = fuse(dense, lexical, params=self.fusion)
         if self.reranker is None and req.min_score is not None:
             fused = [f for f in fused if f[1] >= req.min_score]
         head = fused[:need]
-        rows = await self.reader.arows([mid for mid, _ in head], vectors=True)
+        rows = await source.arows([mid for mid, _ in head], vectors=True)
         cosine = dict(dense)
         out = []
         for mid, score in head:
@@ -223,8 +240,8 @@ class RecallService:
         order = mmr(relevance, np.stack([c.vector for c in cands]), k, diversity)
         return [cands[i] for i in order]
 
-    async def _fallback(self, req: RecallRequest, vector: np.ndarray, seen: set[str]) -> list[Candidate]:
-        shared = await self._ranked(req, vector, [SHARED], FALLBACK_COUNT + len(seen))
+    async def _fallback(self, source: Any, req: RecallRequest, vector: np.ndarray, seen: set[str]) -> list[Candidate]:
+        shared = await self._ranked(source, req, vector, [SHARED], FALLBACK_COUNT + len(seen))
         out = []
         for c in shared:
             if c.row["id"] in seen:

@@ -164,3 +164,17 @@ async def test_queries_with_search_syntax_characters_are_plain_text(api):
         assert status == 200, (query, body)
     _, body = await api.recall(key, 'redis:url "port" AND', diversity=0.0)
     assert body["results"][0]["memory_id"] == ids["The config key is redis:url and the port is 6379 (default)"]
+
+
+async def test_recall_is_served_from_the_in_memory_index_and_reads_its_writes(api):
+    key = await api.register("alice")
+    index = api.client.app[RECALL].index
+    ids = await _batch(api, key, ["The VPN gateway rotates its certificates every Sunday"])
+    status, body = await api.recall(key, "when are VPN certificates rotated", after=ids["__position"])
+    assert status == 200 and body["results"][0]["memory_id"] == ids["The VPN gateway rotates its certificates every Sunday"]
+    assert index.ready and index.stats()["namespaces"]["alice-main"]["rows"] == 1
+    for round_ in range(3):  # each write is visible to the very next recall that waits for it
+        more = await _batch(api, key, [f"Deploy freeze number {round_} starts on Friday at noon"])
+        status, body = await api.recall(key, f"deploy freeze number {round_}", top_k=1, diversity=0.0,
+                                        after=more["__position"], cache=False)
+        assert body["results"][0]["memory_id"] == more[f"Deploy freeze number {round_} starts on Friday at noon"]

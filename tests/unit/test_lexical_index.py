@@ -1,0 +1,79 @@
+"""BM25 of the serving index: Lucene's formula, per-index statistics, removal, live mask."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from projections.lexical_index import BM25Params, LexicalIndex
+from projections.text import index_text, query_text, terms
+
+
+def _live(n: int) -> np.ndarray:
+    return np.ones(n, dtype=bool)
+
+
+def test_scores_follow_lucene_bm25() -> None:
+    idx = LexicalIndex(BM25Params(k1=1.2, b=0.75))  # the formula, with Lucene's constants
+    docs = [["cat", "sat", "mat"], ["dog", "sat"], ["cat", "cat", "dog", "bird"]]
+    for slot, d in enumerate(docs):
+        idx.add(slot, d)
+    n, avgdl = 3, 9 / 3
+
+    def expected(term: str, slot: int) -> float:
+        df = sum(term in d for d in docs)
+        tf = docs[slot].count(term)
+        idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+        return idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * len(docs[slot]) / avgdl))
+
+    hits = dict(idx.search(["cat", "dog"], 10, _live(3)))
+    for slot in range(3):
+        want = expected("cat", slot) + expected("dog", slot)
+        assert hits.get(slot, 0.0) == pytest.approx(want, rel=1e-5)
+    assert idx.search(["cat", "dog"], 1, _live(3))[0][0] == 2
+
+
+def test_removed_and_masked_documents_never_come_back() -> None:
+    idx = LexicalIndex()
+    idx.add(0, ["alpha", "beta"])
+    idx.add(1, ["alpha"])
+    idx.add(2, ["gamma"])
+    idx.remove(1)
+    live = _live(3)
+    live[1] = False
+    assert [s for s, _ in idx.search(["alpha"], 5, live)] == [0]
+    assert idx.df("alpha") == 1 and len(idx) == 2
+    live[0] = False  # masked by the owner, still indexed
+    assert idx.search(["alpha"], 5, live) == []
+    assert idx.search(["nothing"], 5, _live(3)) == []
+    with pytest.raises(ValueError):
+        idx.add(0, ["again"])
+
+
+def test_statistics_are_per_index() -> None:
+    a, b = LexicalIndex(), LexicalIndex()
+    for i in range(5):
+        a.add(i, ["common", f"w{i}"])
+    b.add(0, ["common", "rare"])
+    for i in range(1, 50):
+        b.add(i, [f"filler{i}"])
+    # "common" is in every doc of `a` (low idf) but rare in `b` (high idf)
+    assert b.search(["common"], 1, _live(50))[0][1] > a.search(["common"], 1, _live(5))[0][1]
+
+
+def test_terms_stem_drop_stop_words_and_keep_chinese() -> None:
+    assert terms(index_text("The cats were RUNNING to Café")) == ["cat", "were", "run", "cafe"]
+    assert terms(query_text("What did Caroline research?")) == ["carolin", "research"]
+    assert terms(index_text("用户喜欢绿茶")) == ["用", "户", "喜", "欢", "绿", "茶", "用户", "户喜", "喜欢", "欢绿", "绿茶"]
+    assert terms("x" * 41) == []
+
+
+def test_chinese_query_finds_chinese_document() -> None:
+    idx = LexicalIndex()
+    docs = ["主力机的显卡是 RTX 3050，显存只有 4GB", "每天凌晨三点执行数据库备份任务", "用户喜欢喝绿茶，不喜欢咖啡"]
+    for slot, d in enumerate(docs):
+        idx.add(slot, terms(index_text(d)))
+    assert idx.search(terms(query_text("显存多大")), 3, _live(3))[0][0] == 0
+    assert idx.search(terms(query_text("用户喜欢什么茶")), 3, _live(3))[0][0] == 2
