@@ -7,8 +7,11 @@ evidence turns in the top k, averaged over the questions that have evidence (adv
 included); MRR = 1 / rank of the first evidence turn. Constants were tuned on conv-26/30 only;
 conv-41/42/43 are held out (../shared/eval/README.md).
 
-    OPENBLAS_NUM_THREADS=1 .venv/bin/python tests/bench/locomo.py [--also-default]
-        [--conversations conv-41,conv-42] [--limit-questions 20] [--diversity 0.0] [--data PATH]
+    OPENBLAS_NUM_THREADS=1 .venv/bin/python tests/bench/locomo.py [--systems 0.5:0.6,0:0.6,0:0]
+        [--conversations conv-41,conv-42] [--limit-questions 20] [--data PATH]
+
+`--systems` lists the recall settings to measure as diversity:context pairs (the API default
+is 0.5:0.6; context 0 turns context-neighbour smoothing off).
 """
 
 from __future__ import annotations
@@ -181,10 +184,12 @@ async def wait_projected(s: aiohttp.ClientSession, base: str, key: str, after: i
         await asyncio.sleep(0.2)
 
 
-async def ask(s, base, key, question: str, diversity: float, latencies: list[float], took: list[float]) -> list[str]:
+async def ask(s, base, key, question: str, diversity: float, context: float, latencies: list[float],
+              took: list[float]) -> list[str]:
     t = time.perf_counter()
     body = await post(s, f"{base}/api/v1/recall",
-                      {"query": question, "top_k": 25, "diversity": diversity, "cache": False}, key, ok=(200,))
+                      {"query": question, "top_k": 25, "diversity": diversity, "context": context, "cache": False},
+                      key, ok=(200,))
     latencies.append((time.perf_counter() - t) * 1000)
     took.append(body["took_ms"])
     return [r["memory_id"] for r in body["results"]]
@@ -194,8 +199,9 @@ async def main(args: argparse.Namespace) -> None:
     wanted = [c.strip() for c in args.conversations.split(",")] if args.conversations else None
     data = load(Path(args.data), wanted, args.limit_questions)
     convs = list(data)
-    diversities = [args.diversity] + ([0.5] if args.also_default and args.diversity != 0.5 else [])
-    per_system: dict[str, list] = {f"zhiyi diversity={d}": [] for d in diversities}
+    systems = [(float(d), float(c)) for d, c in (pair.split(":") for pair in args.systems.split(","))]
+    label = {(d, c): f"zhiyi diversity={d} context={c}" for d, c in systems}
+    per_system: dict[str, list] = {label[sc]: [] for sc in systems}
     per_system["plain BM25"] = []
     latencies: list[float] = []
     took: list[float] = []
@@ -218,10 +224,10 @@ async def main(args: argparse.Namespace) -> None:
                         if not q["ev"]:
                             skipped += 1
                             continue
-                        for d in diversities:
-                            ids = await ask(s, base, key, q["q"], d, latencies, took)
+                        for d, c in systems:
+                            ids = await ask(s, base, key, q["q"], d, c, latencies, took)
                             ranked = [to_dia.get(mid, set()) for mid in ids]
-                            per_system[f"zhiyi diversity={d}"].append((cid, q["cat"], question_scores(ranked, q["ev"])))
+                            per_system[label[(d, c)]].append((cid, q["cat"], question_scores(ranked, q["ev"])))
                         ranked = [{dia} for dia in bm25.search(q["q"], 25)]
                         per_system["plain BM25"].append((cid, q["cat"], question_scores(ranked, q["ev"])))
                 print(f"asked {len(latencies):,} recalls in {time.perf_counter() - started:.1f} s; "
@@ -236,6 +242,6 @@ if __name__ == "__main__":
     p.add_argument("--data", default=str(DATA), help="locomo-dev.json")
     p.add_argument("--conversations", default="", help="comma-separated sample ids (default: all)")
     p.add_argument("--limit-questions", type=int, default=None, help="first N questions per conversation")
-    p.add_argument("--diversity", type=float, default=0.0, help="MMR diversity of the recalls (0 = relevance)")
-    p.add_argument("--also-default", action="store_true", help="also measure the API default diversity 0.5")
+    p.add_argument("--systems", default="0.5:0.6,0:0.6,0:0",
+                   help="comma-separated diversity:context settings to measure (API default 0.5:0.6)")
     asyncio.run(main(p.parse_args()))

@@ -1,6 +1,7 @@
 """Recall benchmark over HTTP at N memories (default 100k): latency at concurrency 1 and
 throughput at concurrency 16, with the search cache off and on, plus the ANN index's recall@10
-against exhaustive search on the same data.
+against exhaustive search on the same data (the serving index's IVF, and LanceDB's index that
+recall falls back on while the serving index loads).
 
 Runs `zhiyi up` (gateway + projectors) against a private Redis, commits N varied memories through
 /batch-commit, waits for the projection and for the vector index to cover the table, then times
@@ -122,6 +123,37 @@ def ann_recall(data_dir: Path, n_queries: int, rng: random.Random) -> None:
           f"{np.mean(ratios):.3f} over {n_queries} queries (target >= 0.95)")
 
 
+async def serving_ann_recall(data_dir: Path, n_queries: int, rng: random.Random) -> None:
+    """recall@10 of the serving index's dense search (IVF where partitioned) against exact search."""
+    from projections.embedding import LocalUSEEmbedder
+    from projections.serving_index import ServingIndex
+    from projections.vector_index import exact_top
+
+    index = ServingIndex(data_dir / "projections" / "memories")
+    t = time.perf_counter()
+    await index.wait_ready(600)
+    load_s = time.perf_counter() - t
+    parts = [p for p in index._state.parts.values()]
+    ivf_parts = [p.namespace for p in parts if p.ivf is not None]
+    embedder = LocalUSEEmbedder(threads=1)
+    namespaces = [p.namespace for p in parts]
+    ratios, ann_ms, exact_ms = [], [], []
+    for i in range(n_queries):
+        vec = np.asarray(embedder.embed([query(rng, 10 ** 6 + i)])[0], dtype=np.float32)
+        t = time.perf_counter()
+        ann = {m for m, _ in await index.adense(vec, namespaces, 10)}
+        ann_ms.append((time.perf_counter() - t) * 1000)
+        t = time.perf_counter()
+        exact = sorted(((p.ids[s], c) for p in parts for s, c in exact_top(p.vectors[:p.size], vec, 10, p.live)),
+                       key=lambda h: -h[1])[:10]
+        exact_ms.append((time.perf_counter() - t) * 1000)
+        ratios.append(len(ann & {m for m, _ in exact}) / max(1, len(exact)))
+    print(f"serving index: loaded {index.stats()['rows']:,} rows in {load_s:.1f} s; IVF in {ivf_parts}; "
+          f"dense recall@10 vs exact {np.mean(ratios):.3f} over {n_queries} queries (target >= 0.95); "
+          f"dense search p50 {percentile(ann_ms, 50):.2f} ms vs exact {percentile(exact_ms, 50):.2f} ms")
+    await index.close()
+
+
 async def main(args) -> None:
     rng = random.Random(7)
     with private_redis() as redis_url, tempfile.TemporaryDirectory() as tmp:
@@ -146,6 +178,7 @@ async def main(args) -> None:
                 await latency(s, base, h, mix, True, "cache on (first pass fills it)")
                 await latency(s, base, h, mix * 4, True, "cache on (repeats)")
                 await throughput(s, base, h, mix, True, "cache on", args.concurrency, args.duration)
+        await serving_ann_recall(data_dir, args.ann_queries, rng)
         ann_recall(data_dir, args.ann_queries, rng)
 
 
