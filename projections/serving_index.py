@@ -34,11 +34,11 @@ import structlog
 from events import positions
 from projections import checkpoint_file
 from projections.checkpoint_file import Checkpoint
-from projections.lexical_index import BM25Params, LexicalIndex, masked, top_live
+from projections.lexical_index import BM25Params, LexicalIndex
 from projections.memory_rows import SEARCH_TEXT, TABLE
 from projections.reader import RESULT_COLUMNS, _checked
 from projections.text import terms
-from projections.vector_index import Ivf, IvfParams, exact_top, train_ivf
+from projections.vector_index import Ivf, IvfParams, top_hits, exact_top, train_ivf
 
 log = structlog.get_logger(__name__)
 
@@ -60,8 +60,8 @@ class Partition:
         self.rows: list[dict[str, Any] | None] = []
         self.vectors = np.zeros((64, dim), dtype=np.float32)
         self.live = np.zeros(64, dtype=bool)
-        self.prev = np.full(64, -1, dtype=np.int64)   # context neighbours (slots; -1: none)
-        self.next = np.full(64, -1, dtype=np.int64)
+        # context neighbours by slot, one and two steps away (-1: none)
+        self.prev, self.next, self.prev2, self.next2 = (np.full(64, -1, dtype=np.int32) for _ in range(4))
         self._last: tuple[str, int] | None = None      # (agent, commit ms) of the last slot
         self.size = 0
         self.live_count = 0
@@ -79,13 +79,20 @@ class Partition:
             vectors[:slot] = self.vectors[:slot]
             live = np.zeros(cap, dtype=bool)
             live[:slot] = self.live[:slot]
-            prev, nxt = np.full(cap, -1, dtype=np.int64), np.full(cap, -1, dtype=np.int64)
-            prev[:slot], nxt[:slot] = self.prev[:slot], self.next[:slot]
+            links = []
+            for old in (self.prev, self.next, self.prev2, self.next2):
+                grown = np.full(cap, -1, dtype=np.int32)
+                grown[:slot] = old[:slot]
+                links.append(grown)
             self.vectors, self.live = vectors, live  # old arrays stay valid for a training snapshot
-            self.prev, self.next = prev, nxt
+            self.prev, self.next, self.prev2, self.next2 = links
         if self._last is not None and self._last[0] == agent and 0 <= commit_ms - self._last[1] <= SESSION_GAP_MS:
             self.prev[slot] = slot - 1
             self.next[slot - 1] = slot
+            before = self.prev[slot - 1]
+            if before >= 0:
+                self.prev2[slot] = before
+                self.next2[before] = slot
         self._last = (agent, commit_ms)
         self.origin.append(self._last)
         self.vectors[slot] = vector
@@ -107,19 +114,41 @@ class Partition:
     def lexical_search(self, query_terms: list[str], k: int, context: float) -> list[tuple[int, float]]:
         """BM25 top `k`; with `context` > 0 each memory also scores `context` x the best of its two
         neighbours and `context` / 2 x the best of the next two out (a question's answer is often
-        the turn after the one that matches it)."""
+        the turn after the one that matches it). Only matches and their neighbours are scored."""
         scores = self.lexical.scores(query_terms)
         if scores is None:
             return []
         n = self.size
-        scores = masked(scores[:n], self.live)  # removed neighbours contribute nothing
-        if context > 0.0 and n > 1:
-            ext = np.append(scores, np.float32(0.0))   # index -1 (no neighbour) reads 0
-            prev, nxt = self.prev[:n], self.next[:n]
-            prev2, nxt2 = np.append(prev, -1)[prev], np.append(nxt, -1)[nxt]
-            scores = (scores + context * np.maximum(ext[prev], ext[nxt])
-                      + (0.5 * context) * np.maximum(ext[prev2], ext[nxt2])).astype(np.float32)
-        return top_live(scores, k, self.live)
+        scores = scores[:n]
+        live = self.live[:n]
+        hits = np.flatnonzero(scores)
+        hits = hits[live[hits]]                       # removed memories neither match nor lend context
+        if context <= 0.0 or len(hits) == 0:
+            return top_hits(hits, scores[hits], k)
+        prev, nxt, prev2, nxt2 = self.prev[:n], self.next[:n], self.prev2[:n], self.next2[:n]
+        own = np.zeros(n + 1, dtype=np.float32)       # own[-1] == 0: "no neighbour"
+        own[hits] = scores[hits]
+        if len(hits) * 16 > n:                        # many matches: one pass over every slot
+            smoothed = own[prev]
+            np.maximum(smoothed, own[nxt], out=smoothed)
+            smoothed *= np.float32(context)
+            two = own[prev2]
+            np.maximum(two, own[nxt2], out=two)
+            two *= np.float32(0.5 * context)
+            smoothed += two
+            smoothed += own[:n]
+            smoothed *= live
+            cand = np.flatnonzero(smoothed)
+            return top_hits(cand, smoothed[cand], k)
+        near = np.zeros(n + 1, dtype=bool)            # few: just the matches and their neighbours
+        for links in (prev, nxt, prev2, nxt2):
+            near[links[hits]] = True                  # (-1, "no neighbour", marks the spare slot n)
+        near[hits] = True
+        cand = np.flatnonzero(near[:n] & live)
+        smoothed = (own[cand] + context * np.maximum(own[prev[cand]], own[nxt[cand]])
+                    + (0.5 * context) * np.maximum(own[prev2[cand]], own[nxt2[cand]]))
+        keep = smoothed > 0.0
+        return top_hits(cand[keep], smoothed[keep], k)
 
     def wants_compaction(self) -> bool:
         dead = self.size - self.live_count

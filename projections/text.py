@@ -1,8 +1,11 @@
 """Lexical text preparation for the memories table's full-text (BM25) index.
 
 The projector stores ``index_text(content)`` in the ``search_text`` column at commit
-time; recall passes ``query_text(query)`` to LanceDB's ``nearest_to_text`` over an FTS
-index built with :data:`FTS_CONFIG`.
+time. The serving index (``projections.serving_index``) turns it into BM25 :func:`terms`
+(stop words dropped, latin words stemmed) and scores ``terms(query_text(query))`` against
+them; while that index loads, recall passes ``query_text(query)`` to LanceDB's
+``nearest_to_text`` over an FTS index built with :data:`FTS_CONFIG` (the same stemming,
+Snowball's longer stop list).
 
 Why this shape (measured on LoCoMo conv-26/30, turns as memories, recall@5):
 

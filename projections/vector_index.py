@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Ivf", "IvfParams", "exact_top", "train_ivf"]
+__all__ = ["Ivf", "IvfParams", "exact_top", "top_hits", "train_ivf"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,12 +49,23 @@ def exact_top(vectors: np.ndarray, query: np.ndarray, k: int, live: np.ndarray,
     else:
         slots = slots[live[slots]]
         scores, cand = vectors[slots] @ query, slots
-    return _top(cand, scores, k)
+    return top_hits(cand, scores, k)
 
 
-def _top(cand: np.ndarray, scores: np.ndarray, k: int) -> list[tuple[int, float]]:
+def top_hits(cand: np.ndarray, scores: np.ndarray, k: int) -> list[tuple[int, float]]:
+    """The `k` best (slot, score) of parallel arrays, best first (ties by slot)."""
     if len(cand) == 0 or k <= 0:
         return []
+    if len(cand) > 8 * k and len(cand) > 4096:
+        # Cut with a threshold from an evenly spaced sample first: when more than k scores
+        # exceed it, the k best are among them, and the exact selection runs on far fewer.
+        step = len(scores) // 1024
+        sample = scores[::step]
+        m = min(len(sample), 4 * (k * len(sample) // len(scores) + 1))
+        threshold = np.partition(sample, len(sample) - m)[len(sample) - m]
+        above = np.flatnonzero(scores > threshold)
+        if len(above) >= k:
+            cand, scores = cand[above], scores[above]
     if len(cand) > k:
         part = np.argpartition(-scores, k - 1)[:k]
         cand, scores = cand[part], scores[part]
@@ -95,7 +106,7 @@ class Ivf:
         cand = np.concatenate(cand_parts)
         scores = np.concatenate(score_parts)
         ok = live[cand]
-        return _top(cand[ok], scores[ok], k)
+        return top_hits(cand[ok], scores[ok], k)
 
     def stale(self, size: int, params: IvfParams) -> bool:
         return (size - self.covered) > params.rebuild_growth * max(self.covered, 1)

@@ -115,9 +115,9 @@ def ann_recall(data_dir: Path, n_queries: int, rng: random.Random) -> None:
     for i in range(n_queries):
         vec = embedder.embed([query(rng, 10 ** 6 + i)])[0]
         base = table.search(vec).distance_type("cosine").where(where, prefilter=True).limit(10)
-        ann = {r["id"] for r in base.select(["id"]).to_list()}
+        ann = {r["id"] for r in base.select(["id", "_distance"]).to_list()}
         exact = {r["id"] for r in table.search(vec).distance_type("cosine").where(where, prefilter=True)
-                 .bypass_vector_index().select(["id"]).limit(10).to_list()}
+                 .bypass_vector_index().select(["id", "_distance"]).limit(10).to_list()}
         ratios.append(len(ann & exact) / max(1, len(exact)))
     print(f"vector index {indices or 'none'} ({unindexed:,} rows unindexed): ANN recall@10 vs exhaustive "
           f"{np.mean(ratios):.3f} over {n_queries} queries (target >= 0.95)")

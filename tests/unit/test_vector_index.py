@@ -47,3 +47,16 @@ def test_ivf_recall_at_10_against_exact_and_tail_rows() -> None:
     tail_hit = ivf.search(vectors, n + 500, vectors[n + 10], 1, live, params)
     assert tail_hit[0][0] == n + 10  # rows added after the partitioning are searched exactly
     assert not ivf.stale(n + 500, params) and ivf.stale(n + 2000, params)
+
+
+def test_top_hits_matches_a_full_sort_with_ties() -> None:
+    from projections.vector_index import top_hits
+
+    rng = np.random.default_rng(3)
+    for n in (10, 5000, 60_000):
+        scores = np.round(rng.random(n), 3).astype(np.float32)  # many ties
+        cand = np.arange(n) * 2
+        want = sorted(((int(c), float(s)) for c, s in zip(cand, scores)), key=lambda h: (-h[1], h[0]))[:50]
+        got = top_hits(cand, scores, 50)
+        assert [s for _, s in got] == [s for _, s in want]
+        assert len(got) == min(n, 50)
