@@ -264,12 +264,19 @@ class ServingIndex:
         try:
             table = await self._db.open_table(TABLE, version=ck.table_version) if ck.table_version is not None \
                 else await self._db.open_table(TABLE)
-        except ValueError:
-            return None
+        except ValueError:  # no table yet, or the checkpointed version was cleaned up after compactions
+            try:
+                table = await self._db.open_table(TABLE)
+            except ValueError:
+                return None
         try:
-            return await table.query().where(where).select(LOAD_COLUMNS).to_arrow()
+            data = await table.query().where(where).select(LOAD_COLUMNS).to_arrow()
         finally:
             table.close()
+        # The latest version may hold a batch the projector has not checkpointed yet: not ours.
+        upto = positions.key(ck.position)
+        keep = [positions.key(p) <= upto for p in data.column("position").to_pylist()]
+        return data if all(keep) else data.filter(pa.array(keep, type=pa.bool_()))
 
     def _build(self, data: pa.Table | None, ck: Checkpoint | None) -> _State:
         state = _State(position=ck.position if ck else None, table_version=ck.table_version if ck else None)
