@@ -365,7 +365,7 @@ class ServingIndex:
         q = np.asarray(vector, dtype=np.float32).reshape(-1)
         hits = [(p.ids[slot], cos) for p in self._parts(ns) for slot, cos in p.dense(q, limit, self.ivf)]
         hits.sort(key=lambda h: (-h[1], h[0]))
-        return [(i, float(np.clip(c, -1.0, 1.0))) for i, c in hits[:limit]]
+        return [(i, min(1.0, max(-1.0, c))) for i, c in hits[:limit]]
 
     async def alexical(self, text: str, namespaces: list[str], limit: int, *,
                        context: float = 0.0) -> list[tuple[str, float]]:

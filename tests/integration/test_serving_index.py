@@ -97,3 +97,23 @@ async def test_large_namespace_gets_an_ivf_partitioning(store, tmp_path: Path) -
     q = emb.vector("memory 42 word42")
     assert (await index.adense(q, ["shared"], 1))[0][0] == "m42"  # scanning every list == exact
     await index.close()
+
+
+async def test_loads_when_the_checkpointed_table_version_was_cleaned_up(store, tmp_path: Path) -> None:
+    from datetime import timedelta
+
+    import lancedb
+
+    emb = HashEmbedder(dim=16)
+    await store.append([commit(f"m{i}", f"memory {i}", "shared") for i in range(5)])
+    await project(store, tmp_path, emb)
+    table = lancedb.connect(str(tmp_path)).open_table("memories")
+    table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)  # compaction: newer version, old gone
+    from projections import checkpoint_file
+    pinned = checkpoint_file.load(tmp_path).table_version
+    with pytest.raises(ValueError):
+        await (await lancedb.connect_async(str(tmp_path))).open_table("memories", version=pinned)
+    index = ServingIndex(tmp_path)
+    assert await index.wait_ready()
+    assert index.stats()["rows"] == 5
+    await index.close()
