@@ -119,27 +119,29 @@ class Partition:
         if scores is None:
             return []
         n = self.size
-        scores = scores[:n]
         live = self.live[:n]
-        hits = np.flatnonzero(scores)
-        hits = hits[live[hits]]                       # removed memories neither match nor lend context
-        if context <= 0.0 or len(hits) == 0:
-            return top_hits(hits, scores[hits], k)
-        prev, nxt, prev2, nxt2 = self.prev[:n], self.next[:n], self.prev2[:n], self.next2[:n]
-        own = np.zeros(n + 1, dtype=np.float32)       # own[-1] == 0: "no neighbour"
-        own[hits] = scores[hits]
-        if len(hits) * 16 > n:                        # many matches: one pass over every slot
-            smoothed = own[prev]
-            np.maximum(smoothed, own[nxt], out=smoothed)
+        if context > 0.0 and np.count_nonzero(scores[:n]) * 16 > n:
+            # many matches: one pass over every slot, no index arrays
+            own = np.zeros(n + 1, dtype=np.float32)   # own[-1] == 0: "no neighbour"
+            np.multiply(scores[:n], live, out=own[:n])  # removed memories neither match nor lend context
+            smoothed = own[self.prev[:n]]
+            np.maximum(smoothed, own[self.next[:n]], out=smoothed)
             smoothed *= np.float32(context)
-            two = own[prev2]
-            np.maximum(two, own[nxt2], out=two)
+            two = own[self.prev2[:n]]
+            np.maximum(two, own[self.next2[:n]], out=two)
             two *= np.float32(0.5 * context)
             smoothed += two
             smoothed += own[:n]
             smoothed *= live
-            cand = np.flatnonzero(smoothed)
-            return top_hits(cand, smoothed[cand], k)
+            return top_hits(None, smoothed, k)
+        scores = scores[:n]
+        hits = np.flatnonzero(scores)
+        hits = hits[live[hits]]
+        if context <= 0.0 or len(hits) == 0:
+            return top_hits(hits, scores[hits], k)
+        prev, nxt, prev2, nxt2 = self.prev[:n], self.next[:n], self.prev2[:n], self.next2[:n]
+        own = np.zeros(n + 1, dtype=np.float32)
+        own[hits] = scores[hits]
         near = np.zeros(n + 1, dtype=bool)            # few: just the matches and their neighbours
         for links in (prev, nxt, prev2, nxt2):
             near[links[hits]] = True                  # (-1, "no neighbour", marks the spare slot n)

@@ -60,3 +60,14 @@ def test_top_hits_matches_a_full_sort_with_ties() -> None:
         got = top_hits(cand, scores, 50)
         assert [s for _, s in got] == [s for _, s in want]
         assert len(got) == min(n, 50)
+
+
+def test_top_hits_over_a_whole_score_array_keeps_positive_scores_only() -> None:
+    from projections.vector_index import top_hits
+
+    rng = np.random.default_rng(5)
+    for n, density in ((100, 0.5), (60_000, 0.3), (60_000, 0.0005)):
+        scores = np.where(rng.random(n) < density, np.round(rng.random(n), 2) + 0.01, 0.0).astype(np.float32)
+        want = sorted(((i, float(s)) for i, s in enumerate(scores) if s > 0), key=lambda h: (-h[1], h[0]))[:50]
+        got = top_hits(None, scores, 50)
+        assert [s for _, s in got] == [s for _, s in want] and all(scores[i] == s for i, s in got)
