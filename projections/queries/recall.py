@@ -1,9 +1,12 @@
 """Recall (seed 2.6): encode -> dense ANN + full-text (namespace prefilter, top `pool` each)
 -> fusion -> optional rerank -> relevance floor -> MMR -> shared fallback -> annotations.
 
-- Dense: cosine over the memories' vectors (HNSW once the table is big enough).
-- Lexical: BM25 over `search_text` (`projections.text`: Chinese-aware tokens), the query
-  expanded with the synonyms projection.
+- Source: the serving index (`projections.serving_index`, in memory, up to the projection's
+  checkpoint); LanceDB itself while that index loads.
+- Dense: cosine over the memories' vectors (exact, or IVF once a namespace is big).
+- Lexical: BM25 over `search_text` (`projections.text`: Chinese-aware terms), the query
+  expanded with the synonyms projection; `context` > 0 lets each memory borrow from the
+  scores of the memories committed just before and after it (same agent, same session).
 - Fusion: `projections.queries.fusion.fuse` (an absolute score in [0, 1] from calibrated cosine and
   saturated BM25 evidence; measured to beat RRF on LoCoMo), so `min_score` is a relevance floor
   comparable across queries; `similarity` (the raw cosine) is reported beside it.

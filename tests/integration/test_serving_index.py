@@ -99,6 +99,7 @@ async def test_large_namespace_gets_an_ivf_partitioning(store, tmp_path: Path) -
     await index.close()
 
 
+@pytest.mark.filterwarnings("ignore:optimize\\(cleanup_older_than=0\\)")
 async def test_loads_when_the_checkpointed_table_version_was_cleaned_up(store, tmp_path: Path) -> None:
     from datetime import timedelta
 
