@@ -121,12 +121,14 @@ async def test_bootstrap_returns_core_facts_first(api):
 async def test_bad_pipeline_parameters(api):
     key = await api.register("alice")
     before = await api.log_length()
-    for extra in ({"diversity": 1.5}, {"diversity": "high"}, {"cache": "yes"}, {"min_score": 3}):
+    for extra in ({"diversity": 1.5}, {"diversity": "high"}, {"cache": "yes"}, {"min_score": 3},
+                  {"context": -0.1}, {"context": 2}, {"context": "near"}):
         status, body = await api.recall(key, "anything", **extra)
         assert status == 400, extra
         assert_error(body, "invalid_request")
-    status, body = await api.call("GET", "/api/v1/recall", key, params={"query": "q", "diversity": "lots"})
-    assert status == 400
+    for params in ({"query": "q", "diversity": "lots"}, {"query": "q", "context": "x"}, {"query": "q", "context": "5"}):
+        status, body = await api.call("GET", "/api/v1/recall", key, params=params)
+        assert status == 400, params
     assert await api.log_length() == before  # rejected recalls leave no audit event
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from projections.lexical_index import BM25Params
-from projections.serving_index import SESSION_GAP_MS, Partition
+from projections.serving_partition import SESSION_GAP_MS, Partition
 from projections.text import index_text, query_text, terms
 
 MIN = 60_000
