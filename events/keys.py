@@ -27,6 +27,12 @@ NAMESPACE_OWNERS = PREFIX + "ns-owners"
 
 HEARTBEAT_PREFIX = PREFIX + "heartbeat:"
 
+REACTIONS_GROUP = "reactions"
+"""The consumer group on STREAM that reaction workers share (each event is handled by one worker)."""
+
+REACTIONS_DEAD = PREFIX + "reactions:dead"
+"""Stream of (position, policy, error, deliveries) for events a reaction failed on too often."""
+
 
 def agent(agent_id: str) -> str:
     """Hash of one registered agent: main, ephemeral, type, key."""

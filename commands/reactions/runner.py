@@ -1,0 +1,186 @@
+"""The reactions runner: policies over the log through a Redis consumer group.
+
+- Workers share the group `zhiyi:events` / :data:`events.keys.REACTIONS_GROUP` (created at the
+  start of the log, so a new deployment also reacts to what was committed before it ran); each
+  event is delivered to one worker (`XREADGROUP`).
+- For each event, every policy that wants it waits until the projections it reads have reached
+  the event, decides its follow-up events, and appends them with the idempotency key
+  ``reaction:<cause position>:<policy>`` — so a redelivered event never emits its follow-ups
+  twice (the second append is answered as a duplicate). Only when every policy is done is the
+  event acknowledged (`XACK`): a worker that dies mid-batch leaves its events pending.
+- Pending events idle for longer than `claim_idle_ms` (their worker died or is stuck) are
+  claimed by another worker (`XPENDING` + `XCLAIM`); one delivered more than `max_deliveries`
+  times goes to the dead-letter stream :data:`events.keys.REACTIONS_DEAD` and is acknowledged.
+- A worker restarting under the same consumer name first re-handles its own pending events.
+- Transient Redis errors are logged and retried with backoff; the loop does not crash.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field, replace
+from typing import Any, Sequence
+
+import redis.exceptions
+import structlog
+
+from commands.reactions.policy import Policy
+from events import keys
+from events.codec import decode
+from events.envelope import Event
+from events.replies import as_str, entries
+from events.store import EventStore, Idempotency
+
+log = structlog.get_logger(__name__)
+
+TRANSIENT: tuple[type[BaseException], ...] = (
+    redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, ConnectionError, TimeoutError)
+
+
+class ProjectionLag(RuntimeError):
+    """A policy's projections did not reach the cause event in time: retried later."""
+
+
+def reaction_key(cause: str, policy: str) -> str:
+    return f"{cause}:{policy}"
+
+
+@dataclass
+class ReactionsRunner:
+    store: EventStore
+    policies: Sequence[Policy]
+    consumer: str
+    waiter: Any = None                  # projections.waiter.CheckpointWaiter, for policies' `reads`
+    group: str = keys.REACTIONS_GROUP
+    batch: int = 100
+    block_ms: int = 1000
+    claim_idle_ms: int = 60_000       # > wait_s: a worker waiting on projections is not presumed dead
+    max_deliveries: int = 5
+    wait_s: float = 30.0
+    handled: int = field(default=0, init=False)
+    _group_ready: bool = field(default=False, init=False)
+
+    @property
+    def redis(self):
+        return self.store.redis
+
+    async def ensure_group(self) -> None:
+        if self._group_ready:
+            return
+        try:
+            await self.redis.xgroup_create(keys.STREAM, self.group, id="0", mkstream=True)
+            log.info("reactions.group_created", group=self.group)
+        except Exception as exc:  # noqa: BLE001 - BUSYGROUP: it exists already
+            if "BUSYGROUP" not in str(exc):
+                raise
+        self._group_ready = True
+
+    # ------------------------------------------------------------------ loop
+
+    async def run(self, stop: asyncio.Event) -> None:
+        await self.ensure_group()
+        await self.step(own_pending=True)
+        delay = 0.1
+        while not stop.is_set():
+            try:
+                await self.step()
+                delay = 0.1
+            except TRANSIENT as exc:
+                log.warning("reactions.redis_error", error=str(exc), retry_in_s=delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+
+    async def step(self, *, own_pending: bool = False) -> int:
+        """Claim stale events of dead workers, then read (and handle) one batch; returns events handled."""
+        await self.ensure_group()
+        n = await self._claim_stale()
+        reply = await self.redis.xreadgroup(self.group, self.consumer, {keys.STREAM: "0" if own_pending else ">"},
+                                            count=self.batch, block=None if own_pending else self.block_ms)
+        for _, items in reply or []:
+            n += await self._handle_entries(entries(items))
+        return n
+
+    async def drain(self, *, max_steps: int = 1000) -> int:
+        """Handle everything pending or new until a step finds nothing (tests, `zhiyi tick`)."""
+        await self.ensure_group()
+        total = await self.step(own_pending=True)
+        for _ in range(max_steps):
+            saved, self.block_ms = self.block_ms, 1
+            try:
+                n = await self.step()
+            finally:
+                self.block_ms = saved
+            total += n
+            if n == 0:
+                break
+        return total
+
+    # ------------------------------------------------------------------ claiming
+
+    async def _claim_stale(self) -> int:
+        pending = await self.redis.xpending_range(keys.STREAM, self.group, min="-", max="+", count=self.batch,
+                                                  idle=self.claim_idle_ms)
+        if not pending:
+            return 0
+        claim = []
+        for p in pending:
+            pos = as_str(p["message_id"])
+            if int(p["times_delivered"]) >= self.max_deliveries:
+                await self._dead_letter(pos, "", f"delivered {p['times_delivered']} times without success",
+                                        int(p["times_delivered"]))
+            else:
+                claim.append(pos)
+        if not claim:
+            return 0
+        got = await self.redis.xclaim(keys.STREAM, self.group, self.consumer, self.claim_idle_ms, claim)
+        log.info("reactions.claimed", consumer=self.consumer, events=len(got))
+        return await self._handle_entries(entries(got))
+
+    async def _dead_letter(self, pos: str, policy: str, error: str, deliveries: int) -> None:
+        await self.redis.xadd(keys.REACTIONS_DEAD, {"position": pos, "policy": policy, "error": error[:1000],
+                                                    "deliveries": str(deliveries)})
+        await self.redis.xack(keys.STREAM, self.group, pos)
+        log.error("reactions.dead_letter", position=pos, policy=policy, error=error[:200])
+
+    # ------------------------------------------------------------------ handling
+
+    async def _handle_entries(self, items: list) -> int:
+        n = 0
+        for pos, fields in items:
+            pos = as_str(pos)
+            if fields is None:  # not in the log any more (the product never trims it)
+                await self.redis.xack(keys.STREAM, self.group, pos)
+                continue
+            try:
+                event = decode(pos, fields)
+            except Exception as exc:  # noqa: BLE001 - an undecodable event can never succeed
+                await self._dead_letter(pos, "", f"undecodable: {exc}", 1)
+                continue
+            try:
+                await self.handle(event)
+            except TRANSIENT:
+                raise
+            except Exception:  # noqa: BLE001 - left pending: retried, then dead-lettered
+                log.exception("reactions.failed", position=pos, type=event.type)
+                continue
+            await self.redis.xack(keys.STREAM, self.group, pos)
+            n += 1
+            self.handled += 1
+        return n
+
+    async def handle(self, event: Event) -> None:
+        """Run every interested policy on `event` and append their follow-ups (idempotently)."""
+        for policy in self.policies:
+            if not policy.wants(event):
+                continue
+            if policy.reads and self.waiter is not None:
+                if not await self.waiter.wait(list(policy.reads), event.position, timeout_s=self.wait_s):
+                    raise ProjectionLag(f"{policy.reads} did not reach {event.position} in {self.wait_s} s")
+            follow_ups = await policy.decide(event)
+            if not follow_ups:
+                continue
+            follow_ups = [e if e.cause else replace(e, cause=event.position) for e in follow_ups]
+            key = reaction_key(event.position, policy.name)
+            res = await self.store.append(follow_ups, idempotency=Idempotency("reaction", key, key))
+            log.info("reactions.applied", cause=event.position, policy=policy.name, events=len(follow_ups),
+                     duplicate=res.duplicate, position=res.position)
