@@ -29,17 +29,16 @@ import numpy as np
 import pyarrow as pa
 import structlog
 
-from events import positions
-from events.catalogue import MemoryCommitted, MemoryDeleted
+from events.catalogue import MemoryCommitted
 from events.envelope import Event
 from projections import checkpoint_file
 from projections.checkpoint_file import Checkpoint
 from projections.digest import canonical, digest_columns, vector_token
 from projections.errors import RebuildRequired
 from projections.lance import LanceTable, WriterLock, vectors_from_arrow, vectors_to_arrow
+from projections.memory_fold import fold
 from projections.memory_rows import (
-    FILTER_COLUMNS, SCALAR_COLUMNS, SCHEMA_VERSION, SEARCH_TEXT, TABLE, committed_row, deleted_row, memories_schema,
-    memory_id_of,
+    FILTER_COLUMNS, SCALAR_COLUMNS, SCHEMA_VERSION, SEARCH_TEXT, TABLE, memories_schema, memory_id_of,
 )
 from projections.projector import after_checkpoint, last_position
 from projections.text import FTS_CONFIG
@@ -211,19 +210,10 @@ class MemoriesProjector:
         for e in events:
             mid = memory_id_of(e)
             assert mid is not None
-            row = work.get(mid)
-            if row is not None and positions.key(row["position"]) >= positions.key(e.position):
-                continue  # already applied (redelivery or replay after a crash)
-            if isinstance(e.data, MemoryCommitted):
-                if row is not None:
-                    log.warning("memories.duplicate_commit", memory_id=mid, position=e.position)
-                    continue
-                work[mid] = committed_row(e, self.embedder.model_id)
-            elif isinstance(e.data, MemoryDeleted):
-                if row is None:
-                    log.warning("memories.delete_unknown", memory_id=mid, position=e.position)
-                    continue
-                work[mid] = deleted_row(row, e)
+            row = fold(work.get(mid), e, self.embedder.model_id)
+            if row is None:  # redelivered (at or before the row's high-water), or an unknown memory
+                continue
+            work[mid] = row
             changed[mid] = None
         rows = [work[m] for m in changed]
         return rows, any(m in existing for m in changed)
