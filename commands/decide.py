@@ -8,10 +8,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from commands.errors import Conflict, Forbidden, InvalidCommand, NotFound
-from commands.model import Actor, AddSynonyms, CommitMemory, DeleteMemory, RegisterAgent
+from commands.model import (
+    Actor, AddSynonyms, CommitMemory, CorrectMemory, DeleteMemory, DeprecateMemory, GiveFeedback, RegisterAgent,
+)
 from commands.vocabulary import EPHEMERAL_SUFFIX, MAIN_SUFFIX, SHARED_NAMESPACE
 from events import keys
-from events.catalogue import AgentRegistered, MemoryCommitted, MemoryDeleted, SynonymAdded, new_event
+from events.catalogue import (
+    AgentRegistered, MemoryCommitted, MemoryCorrected, MemoryDeleted, MemoryDeprecated, MemoryFeedback, SynonymAdded,
+    new_event,
+)
 from events.envelope import Event
 from events.indexes import Guard
 from events.store import AgentIndex, MemoryIndex
@@ -73,21 +78,54 @@ def decide_commit(actor: Actor, cmd: CommitMemory, memory_id: str, known: dict[s
     return new_event(payload, ns=ns, agent=actor.agent_id, by=actor.by)
 
 
-def decide_delete(actor: Actor, cmd: DeleteMemory, current: MemoryIndex | None) -> Decision:
+def _writable(actor: Actor, memory_id: str, current: MemoryIndex | None,
+              expected_version: int | None) -> MemoryIndex:
+    """The memory an agent may change: it exists, is not deleted, is in a namespace the agent writes,
+    and is at `expected_version` when one is given."""
     if current is None or current.deleted:
-        raise NotFound(f"memory {cmd.memory_id} not found", {"memory_id": cmd.memory_id})
+        raise NotFound(f"memory {memory_id} not found", {"memory_id": memory_id})
     if not actor.can_write(current.namespace):
         if current.namespace.endswith(EPHEMERAL_SUFFIX):  # others' ephemeral memories are invisible
-            raise NotFound(f"memory {cmd.memory_id} not found", {"memory_id": cmd.memory_id})
-        raise Forbidden(f"memory {cmd.memory_id} is in agent {current.agent}'s private namespace "
-                        f"{current.namespace}", {"memory_id": cmd.memory_id, "namespace": current.namespace})
-    if cmd.expected_version is not None and cmd.expected_version != current.version:
-        raise Conflict(f"memory {cmd.memory_id} is at version {current.version}, not {cmd.expected_version}",
-                       {"memory_id": cmd.memory_id, "current_version": current.version,
-                        "expected_version": cmd.expected_version}, code="version_conflict")
+            raise NotFound(f"memory {memory_id} not found", {"memory_id": memory_id})
+        raise Forbidden(f"memory {memory_id} is in agent {current.agent}'s private namespace "
+                        f"{current.namespace}", {"memory_id": memory_id, "namespace": current.namespace})
+    if expected_version is not None and expected_version != current.version:
+        raise Conflict(f"memory {memory_id} is at version {current.version}, not {expected_version}",
+                       {"memory_id": memory_id, "current_version": current.version,
+                        "expected_version": expected_version}, code="version_conflict")
+    return current
+
+
+def decide_delete(actor: Actor, cmd: DeleteMemory, current: MemoryIndex | None) -> Decision:
+    current = _writable(actor, cmd.memory_id, current, cmd.expected_version)
     payload = MemoryDeleted(cmd.memory_id, current.namespace, current.version + 1, cmd.reason)
     event = new_event(payload, ns=current.namespace, agent=actor.agent_id, by=actor.by)
     return Decision([event], [Guard.memory_version(cmd.memory_id, current.version)])
+
+
+def decide_deprecate(actor: Actor, cmd: DeprecateMemory, current: MemoryIndex | None) -> Decision:
+    current = _writable(actor, cmd.memory_id, current, cmd.expected_version)
+    payload = MemoryDeprecated(cmd.memory_id, current.namespace, current.version + 1, cmd.reason)
+    event = new_event(payload, ns=current.namespace, agent=actor.agent_id, by=actor.by)
+    return Decision([event], [Guard.memory_version(cmd.memory_id, current.version)])
+
+
+def decide_correct(actor: Actor, cmd: CorrectMemory, current: MemoryIndex | None) -> Decision:
+    current = _writable(actor, cmd.memory_id, current, cmd.expected_version)
+    payload = MemoryCorrected(cmd.memory_id, current.namespace, current.version + 1, cmd.content, cmd.reason,
+                              cmd.source, cmd.trigger)
+    event = new_event(payload, ns=current.namespace, agent=actor.agent_id, by=actor.by)
+    return Decision([event], [Guard.memory_version(cmd.memory_id, current.version)])
+
+
+def decide_feedback(actor: Actor, cmd: GiveFeedback, current: MemoryIndex | None) -> Event:
+    """Any agent that can read a memory may say whether it helped; the version does not change."""
+    hidden = current is None or current.deleted or not actor.can_read(current.namespace) or \
+        (current.namespace.endswith(EPHEMERAL_SUFFIX) and current.namespace not in actor.own_namespaces)
+    if hidden:
+        raise NotFound(f"memory {cmd.memory_id} not found", {"memory_id": cmd.memory_id})
+    payload = MemoryFeedback(cmd.memory_id, current.namespace, cmd.verdict, cmd.reason)
+    return new_event(payload, ns=current.namespace, agent=actor.agent_id, by=actor.by)
 
 
 def decide_add_synonyms(cmd: AddSynonyms) -> Event:

@@ -11,10 +11,14 @@ from typing import Callable
 import orjson
 import structlog
 
-from commands.decide import decide_add_synonyms, decide_commit, decide_delete, decide_register
+from commands.decide import (
+    Decision, decide_add_synonyms, decide_commit, decide_correct, decide_delete, decide_deprecate, decide_feedback,
+    decide_register,
+)
 from commands.errors import Conflict, IdempotencyKeyReused, NotFound
 from commands.model import (
-    Actor, AddSynonyms, BatchCommit, CommitMemory, DeleteMemory, IdempotencyRequest, Limits, RegisterAgent,
+    Actor, AddSynonyms, BatchCommit, CommitMemory, CorrectMemory, DeleteMemory, DeprecateMemory, GiveFeedback,
+    IdempotencyRequest, Limits, RegisterAgent,
 )
 from events.errors import GuardFailed, IdempotencyConflict
 from events.store import AppendResult, EventStore, Idempotency
@@ -68,8 +72,20 @@ class BatchCommitted:
 
 @dataclass(frozen=True, slots=True)
 class Deleted:
+    """A versioned change of one memory (delete, deprecate, correct): its new version and position."""
+
     memory_id: str
     version: int
+    position: str
+
+
+Changed = Deleted
+
+
+@dataclass(frozen=True, slots=True)
+class FeedbackGiven:
+    memory_id: str
+    verdict: str
     position: str
 
 
@@ -155,19 +171,34 @@ class CommandService:
         return BatchCommitted(list(zip(ids, res.positions)), res.position, res.duplicate)
 
     async def delete(self, actor: Actor, cmd: DeleteMemory) -> Deleted:
+        return await self._versioned(cmd.memory_id, lambda current: decide_delete(actor, cmd, current), "delete")
+
+    async def deprecate(self, actor: Actor, cmd: DeprecateMemory) -> Changed:
+        return await self._versioned(cmd.memory_id, lambda current: decide_deprecate(actor, cmd, current),
+                                     "deprecate")
+
+    async def correct(self, actor: Actor, cmd: CorrectMemory) -> Changed:
+        return await self._versioned(cmd.memory_id, lambda current: decide_correct(actor, cmd, current), "correct")
+
+    async def feedback(self, actor: Actor, cmd: GiveFeedback) -> FeedbackGiven:
+        event = decide_feedback(actor, cmd, await self.store.memory_index(cmd.memory_id))
+        res = await self.store.append([event])
+        return FeedbackGiven(cmd.memory_id, cmd.verdict, res.position)
+
+    async def _versioned(self, memory_id: str, decide, what: str) -> Changed:
+        """Decide on the current version and append guarded by it; on a race, decide again."""
         for attempt in range(DELETE_RETRIES):
-            current = await self.store.memory_index(cmd.memory_id)
-            decision = decide_delete(actor, cmd, current)
+            current = await self.store.memory_index(memory_id)
+            decision: Decision = decide(current)
             try:
                 res = await self.store.append(decision.events, guards=decision.guards)
             except GuardFailed:
                 # The memory changed between our read and the append: decide again on fresh state
                 # (an explicit expected_version will then be reported as stale).
-                log.info("delete.retry", memory_id=cmd.memory_id, attempt=attempt)
+                log.info(f"{what}.retry", memory_id=memory_id, attempt=attempt)
                 continue
-            version = decision.events[0].data.version
-            return Deleted(cmd.memory_id, version, res.position)
-        raise Conflict(f"memory {cmd.memory_id} is changing too fast; retry", {"memory_id": cmd.memory_id},
+            return Changed(memory_id, decision.events[0].data.version, res.position)
+        raise Conflict(f"memory {memory_id} is changing too fast; retry", {"memory_id": memory_id},
                        code="version_conflict")
 
     async def add_synonyms(self, cmd: AddSynonyms) -> SynonymsAdded:

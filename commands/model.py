@@ -77,6 +77,30 @@ class DeleteMemory:
 
 
 @dataclass(frozen=True, slots=True)
+class GiveFeedback:
+    memory_id: str
+    verdict: str                 # useful | not_useful
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class DeprecateMemory:
+    memory_id: str
+    reason: str
+    expected_version: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CorrectMemory:
+    memory_id: str
+    content: str
+    reason: str
+    source: str = ""
+    trigger: str = ""
+    expected_version: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class AddSynonyms:
     """Declare `term` and `synonyms` mutually synonymous in `namespace` (admin)."""
 

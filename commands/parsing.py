@@ -9,7 +9,10 @@ import re
 from typing import Any
 
 from commands.errors import InvalidCommand
-from commands.model import AddSynonyms, BatchCommit, CommitMemory, DeleteMemory, Limits, RegisterAgent
+from commands.model import (
+    AddSynonyms, BatchCommit, CommitMemory, CorrectMemory, DeleteMemory, DeprecateMemory, GiveFeedback, Limits,
+    RegisterAgent,
+)
 from commands.vocabulary import (
     CATEGORIES, DECAY_CLASS_BY_CATEGORY, DECAY_CLASSES, DEFAULT_CATEGORY, DEFAULT_SOURCE, DEFAULT_TIER, KINDS,
     TIERS,
@@ -106,18 +109,7 @@ def parse_register(body: Any) -> RegisterAgent:
 
 def parse_commit(body: Any, limits: Limits) -> CommitMemory:
     body = require_object(body)
-    content = body.get("content")
-    if content is None:
-        raise _fail("content", "is required")
-    if not isinstance(content, str):
-        raise _fail("content", "must be a string")
-    if not content.strip():
-        raise _fail("content", "must not be empty")
-    if len(content) > limits.max_content_chars:
-        raise _fail("content", f"must be at most {limits.max_content_chars} characters",
-                    limit=limits.max_content_chars, length=len(content))
-    if "\x00" in content:
-        raise _fail("content", "must not contain NUL characters")
+    content = _content(body, limits)
     category = opt_str(body, "category", max_chars=32, default=DEFAULT_CATEGORY, choices=CATEGORIES)
     decay_class = opt_str(body, "decay_class", max_chars=32, choices=DECAY_CLASSES) \
         or DECAY_CLASS_BY_CATEGORY[category]
@@ -164,6 +156,61 @@ def parse_delete(memory_id: str, body: dict) -> DeleteMemory:
         expected_version=opt_int(body, "expected_version", minimum=1, maximum=2**31 - 1),
         reason=opt_str(body, "reason", max_chars=1_000, default="") or "",
     )
+
+
+def _memory_id(body: dict) -> str:
+    memory_id = opt_str(body, "memory_id", max_chars=128)
+    if memory_id is None:
+        raise _fail("memory_id", "is required")
+    if not MEMORY_ID_RE.match(memory_id):
+        raise _fail("memory_id", "has an invalid format")
+    return memory_id
+
+
+def _content(body: dict, limits: Limits) -> str:
+    content = body.get("content")
+    if content is None:
+        raise _fail("content", "is required")
+    if not isinstance(content, str):
+        raise _fail("content", "must be a string")
+    if not content.strip():
+        raise _fail("content", "must not be empty")
+    if len(content) > limits.max_content_chars:
+        raise _fail("content", f"must be at most {limits.max_content_chars} characters",
+                    limit=limits.max_content_chars, length=len(content))
+    if "\x00" in content:
+        raise _fail("content", "must not contain NUL characters")
+    return content
+
+
+def _reason(body: dict, *, required: bool) -> str:
+    reason = (opt_str(body, "reason", max_chars=1_000) or "").strip()
+    if required and not reason:
+        raise _fail("reason", "is required and must not be empty")
+    return reason
+
+
+def parse_feedback(body: Any, verdict: str) -> GiveFeedback:
+    """POST /feedback/useful and /feedback/not-useful: {memory_id, reason?}."""
+    body = require_object(body)
+    return GiveFeedback(_memory_id(body), verdict, _reason(body, required=False))
+
+
+def parse_deprecate(body: Any) -> DeprecateMemory:
+    """POST /feedback/deprecate: {memory_id, reason, expected_version?}."""
+    body = require_object(body)
+    return DeprecateMemory(_memory_id(body), _reason(body, required=True),
+                           opt_int(body, "expected_version", minimum=1, maximum=2**31 - 1))
+
+
+def parse_correct(body: Any, limits: Limits) -> CorrectMemory:
+    """POST /feedback/correct: {memory_id, content, reason, source?, trigger?, expected_version?}."""
+    body = require_object(body)
+    return CorrectMemory(
+        memory_id=_memory_id(body), content=_content(body, limits), reason=_reason(body, required=True),
+        source=(opt_str(body, "source", max_chars=limits.max_source_chars) or "").strip(),
+        trigger=(opt_str(body, "trigger", max_chars=200) or "").strip(),
+        expected_version=opt_int(body, "expected_version", minimum=1, maximum=2**31 - 1))
 
 
 def parse_add_synonyms(body: Any, limits: Limits) -> AddSynonyms:

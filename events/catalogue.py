@@ -146,6 +146,42 @@ class MemoryDeleted:
     reason: str = ""
 
 
+@event_type("memory.feedback")
+@dataclass(frozen=True, slots=True)
+class MemoryFeedback:
+    """An agent found a memory useful / not useful (seed 2.7): counted, the version stays."""
+
+    memory_id: str
+    namespace: str
+    verdict: str            # useful | not_useful
+    reason: str = ""
+
+
+@event_type("memory.deprecated")
+@dataclass(frozen=True, slots=True)
+class MemoryDeprecated:
+    """Marked outdated (seed 3.3.1 rule 2: the next forget run moves it to the tombstones)."""
+
+    memory_id: str
+    namespace: str
+    version: int
+    reason: str = ""
+
+
+@event_type("memory.corrected")
+@dataclass(frozen=True, slots=True)
+class MemoryCorrected:
+    """New content for a memory, with why and from where (seed 3.3.3 provenance)."""
+
+    memory_id: str
+    namespace: str
+    version: int
+    content: str
+    reason: str
+    source: str = ""
+    trigger: str = ""
+
+
 @event_type("recall.served")
 @dataclass(frozen=True, slots=True)
 class RecallServed:

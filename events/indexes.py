@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from events import keys
-from events.catalogue import AgentRegistered, MemoryCommitted, MemoryDeleted
+from events.catalogue import AgentRegistered, MemoryCommitted, MemoryCorrected, MemoryDeleted, MemoryDeprecated
 from events.envelope import Event
 
 
@@ -43,6 +43,8 @@ def index_ops(event: Event) -> list[HSet]:
                      {"version": "1", "ns": d.namespace, "agent": event.agent, "deleted": "0"})]
     if isinstance(d, MemoryDeleted):
         return [HSet(keys.memory(d.memory_id), {"version": str(d.version), "deleted": "1"})]
+    if isinstance(d, (MemoryCorrected, MemoryDeprecated)):
+        return [HSet(keys.memory(d.memory_id), {"version": str(d.version)})]
     if isinstance(d, AgentRegistered):
         return [
             HSet(keys.agent(d.agent_id), {"main": d.main_namespace, "ephemeral": d.ephemeral_namespace,

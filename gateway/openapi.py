@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from commands.vocabulary import CATEGORIES, DECAY_CLASSES, KINDS, TIERS
-from gateway import openapi_eval
+from gateway import openapi_eval, openapi_feedback
 
 
 def _ref(name: str) -> dict:
@@ -192,10 +192,11 @@ def openapi_document() -> dict:
                                                      AFTER_HEADER],
                                       "responses": {"200": _json(_ref("Stats")), **_errors("400", "401", "504")}}},
             **openapi_eval.PATHS,
+            **openapi_feedback.PATHS,
         },
         "components": {
             "securitySchemes": {"ApiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"}},
-            "schemas": {**SCHEMAS, **openapi_eval.SCHEMAS},
+            "schemas": {**SCHEMAS, **openapi_eval.SCHEMAS, **openapi_feedback.SCHEMAS},
             "responses": {
                 "BadRequest": _error_response("Malformed JSON, wrong types, missing fields, or admin write "
                                               "without agent_id"),

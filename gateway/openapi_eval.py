@@ -19,7 +19,8 @@ def _json(schema: dict, description: str = "OK") -> dict:
 
 
 def _errors(*codes: str) -> dict:
-    names = {"400": "BadRequest", "401": "Unauthorized", "403": "Forbidden", "404": "NotFound", "504": "ProjectionLag"}
+    names = {"400": "BadRequest", "401": "Unauthorized", "403": "Forbidden", "404": "NotFound", "409": "Conflict",
+             "504": "ProjectionLag"}
     return {c: {"$ref": f"#/components/responses/{names[c]}"} for c in codes}
 
 

@@ -18,11 +18,12 @@ from typing import Any
 import orjson
 
 from events import positions
-from events.catalogue import MemoryCommitted, MemoryDeleted
+from events.catalogue import MemoryCommitted, MemoryCorrected, MemoryDeleted, MemoryDeprecated, MemoryFeedback
 from events.envelope import Event
 from events.hlc import HLC, iso_from_ms
 from projections.memory_state import (
-    Committed, Deleted, HistoryEntry, MemoryState, Op, Register, Stamp, apply,
+    COUNTERS, Committed, Corrected, Counted, Deleted, FieldsSet, HistoryEntry, MemoryState, Op, Register, Stamp,
+    apply,
 )
 from projections.text import index_text
 
@@ -32,6 +33,8 @@ CRDT = "crdt"
 #: Registers a commit writes, with the row column each one fills.
 COMMIT_FIELDS = ("content", "category", "decay_class", "kind", "namespace", "agent_id", "tier", "source", "tags",
                  "depends_on", "derived_from", "timestamp")
+#: Registers that have a row column (their values live there; `crdt` keeps only their stamps).
+COLUMN_FIELDS = (*COMMIT_FIELDS, "freshness", "status")
 IMPORTANCE_AT_COMMIT = 1.0
 NEUTRAL_QUALITY = 0.5
 
@@ -59,9 +62,22 @@ def op_of(event: Event, state: MemoryState | None) -> Op | None:
             "namespace": d.namespace, "agent_id": event.agent, "tier": d.tier, "source": d.source,
             "tags": tuple(d.tags), "depends_on": tuple(d.depends_on), "derived_from": d.derived_from,
             "timestamp": ts}, entry=entry)
+    if state is None:
+        return None  # an operation on a memory this projection never saw committed
+    if isinstance(d, MemoryCorrected):
+        entry = HistoryEntry(stamp, d.version, d.content, updated_by=event.agent,
+                             source=d.source or state.get("source", ""), trigger=d.trigger or "none",
+                             reason=d.reason, kind="correct")
+        return Corrected(stamp, event.position, content=d.content,
+                         fields={"source": d.source} if d.source else {}, entry=entry)
+    if isinstance(d, MemoryDeprecated):
+        entry = HistoryEntry(stamp, d.version, state.get("content", ""), updated_by=event.agent,
+                             source=state.get("source", ""), trigger="none",
+                             reason=f"deprecated: {d.reason}" if d.reason else "deprecated", kind="deprecate")
+        return FieldsSet(stamp, event.position, fields={"status": "deprecated"}, entry=entry)
+    if isinstance(d, MemoryFeedback):
+        return Counted(stamp, event.position, counter=d.verdict) if d.verdict in COUNTERS[1:] else None
     if isinstance(d, MemoryDeleted):
-        if state is None:
-            return None
         entry = HistoryEntry(stamp, d.version, state.get("content", ""), updated_by=event.agent,
                              source=state.get("source", ""), trigger="none",
                              reason=f"deleted: {d.reason}" if d.reason else "deleted", kind="delete")
@@ -125,8 +141,8 @@ def row_of(state: MemoryState, previous: dict[str, Any] | None, *, model: str, p
     keep_vector = previous is not None and previous.get("content") == content
     useful, not_useful = state.count("useful"), state.count("not_useful")
     history = state.ordered_history()
-    columns = {name: reg for name, reg in state.fields.items() if name in COMMIT_FIELDS}
-    extra = {name: [list(reg.stamp), reg.value] for name, reg in state.fields.items() if name not in COMMIT_FIELDS}
+    columns = {name: reg for name, reg in state.fields.items() if name in COLUMN_FIELDS}
+    extra = {name: [list(reg.stamp), reg.value] for name, reg in state.fields.items() if name not in COLUMN_FIELDS}
     meta = {
         "f": {name: list(reg.stamp) for name, reg in sorted(columns.items())},
         "x": dict(sorted(extra.items())),
@@ -167,6 +183,7 @@ def row_of(state: MemoryState, previous: dict[str, Any] | None, *, model: str, p
         "is_deleted": not state.alive,
         "depends_on": orjson.dumps(list(state.get("depends_on", ()))).decode(),
         "derived_from": state.get("derived_from", ""),
+        "status": state.get("status", "active"),
         "position": positions.later(previous.get("position") if previous else None, position) or position,
         CRDT: orjson.dumps(meta).decode(),
     }

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from events.catalogue import MemoryCommitted, MemoryDeleted
+from events.catalogue import MemoryCommitted, MemoryCorrected, MemoryDeleted, MemoryDeprecated, MemoryFeedback
 from events.envelope import Event
 
 SCHEMA_VERSION = 3  # 2: search_text (lexical index input); 3: crdt (the CRDT record's bookkeeping)
@@ -48,6 +48,7 @@ def memories_schema(dim: int) -> pa.Schema:
         ("depends_on", pa.string()),
         ("derived_from", pa.string()),
         ("position", pa.string()),
+        ("status", pa.string()),   # active | deprecated
         ("crdt", pa.string()),   # JSON: stamps, per-origin counters, high-water (projections.memory_fold)
     ])
 
@@ -58,6 +59,6 @@ SCALAR_COLUMNS: list[str] = [c for c in COLUMNS if c != "vector"]
 
 def memory_id_of(event: Event) -> str | None:
     """The memory a folded event touches; None for types this projection does not fold."""
-    if isinstance(event.data, (MemoryCommitted, MemoryDeleted)):
+    if isinstance(event.data, (MemoryCommitted, MemoryDeleted, MemoryCorrected, MemoryDeprecated, MemoryFeedback)):
         return event.data.memory_id
     return None

@@ -53,7 +53,7 @@ class HistoryEntry:
     source: str = ""
     trigger: str = "none"
     reason: str = ""
-    kind: str = "commit"       # commit | correct | delete | forget
+    kind: str = "commit"       # commit | correct | deprecate | delete | forget
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,8 +119,9 @@ class Corrected(Op):
 
 @dataclass(frozen=True, slots=True)
 class FieldsSet(Op):
-    """LWW writes of scalar fields decided by a reaction (freshness, confidence, importance factor...)."""
+    """LWW writes of scalar fields (status, freshness, confidence, importance factor...)."""
     fields: dict[str, Any] = field(default_factory=dict)
+    entry: HistoryEntry | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from events.catalogue import MemoryCommitted, MemoryDeleted, RecallServed, new_event
+from events.catalogue import (
+    MemoryCommitted, MemoryCorrected, MemoryDeleted, MemoryDeprecated, MemoryFeedback, RecallServed, new_event,
+)
 from events.envelope import Event, UnknownPayload
 from events.redis_client import connect
 from events.store import EventStore
@@ -30,12 +32,15 @@ commit_op = st.tuples(st.just("commit"), st.sampled_from(IDS), st.sampled_from(T
                       st.lists(st.sampled_from(["a", "b", "标签"]), max_size=3))
 delete_op = st.tuples(st.just("delete"), st.sampled_from(IDS), st.integers(1, 4), st.sampled_from(["", "dup"]))
 other_op = st.tuples(st.just("other"), st.sampled_from(["unknown", "recall"]))
+# feedback and corrections (the write side would refuse some of these; projections must cope anyway)
+change_op = st.tuples(st.sampled_from(["correct", "deprecate", "useful", "not_useful"]), st.sampled_from(IDS),
+                      st.sampled_from(TEXTS), st.integers(2, 5))
 project_op = st.tuples(st.just("project"), st.integers(1, 7), st.booleans())  # batch size, redeliver
 # rows written, then no checkpoint; optionally the checkpoint file is lost too (replay over the rows)
 crash_op = st.tuples(st.just("crash"), st.integers(1, 10), st.booleans())
 # steps: a few appended events, then the live projector catches up, or crashes and restarts
-steps = st.lists(st.tuples(st.lists(st.one_of(commit_op, commit_op, delete_op, delete_op, other_op), max_size=5),
-                           st.one_of(project_op, crash_op)), min_size=1, max_size=8)
+events_op = st.one_of(commit_op, commit_op, delete_op, delete_op, other_op, change_op)
+steps = st.lists(st.tuples(st.lists(events_op, max_size=5), st.one_of(project_op, crash_op)), min_size=1, max_size=8)
 
 
 class CrashBeforeCheckpoint(MemoriesProjector):
@@ -52,6 +57,15 @@ def event_for(op: tuple) -> Event:
     if op[0] == "delete":
         _, mid, version, reason = op
         return new_event(MemoryDeleted(mid, "shared", version, reason), ns="shared", agent="bob")
+    if op[0] == "correct":
+        _, mid, text, version = op
+        return new_event(MemoryCorrected(mid, "shared", version, text, "fixed", "user_verbal", "review"), ns="shared",
+                         agent="bob")
+    if op[0] == "deprecate":
+        _, mid, _, version = op
+        return new_event(MemoryDeprecated(mid, "shared", version, "old"), ns="shared", agent="bob")
+    if op[0] in ("useful", "not_useful"):
+        return new_event(MemoryFeedback(op[1], "shared", op[0], ""), ns="shared", agent="carol")
     if op[1] == "unknown":
         return Event(type="future.thing", data=UnknownPayload({"x": [1, 2]}), ns="shared", agent="alice")
     return new_event(RecallServed("q", ("shared",), ("m1",), (0.5,)), ns="shared", agent="alice")

@@ -1,0 +1,72 @@
+"""Feedback and corrections (seed 2.7): POST /api/v1/feedback/{useful,not-useful,deprecate,correct},
+and the provenance chain GET /api/v1/memory/{id}/versions (seed 3.3.3)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from aiohttp import web
+
+from commands.parsing import MEMORY_ID_RE, parse_correct, parse_deprecate, parse_feedback
+from commands.vocabulary import EPHEMERAL_SUFFIX
+from gateway.appkeys import COMMANDS, READER, SETTINGS
+from gateway.errors import ApiError
+from gateway.requests import acting_agent, after_param, json_body, json_response, wait_for_projections
+
+
+def _verdict(verdict: str):
+    async def handler(request: web.Request) -> web.Response:
+        body, _ = await json_body(request)
+        cmd = parse_feedback(body, verdict)
+        actor = await acting_agent(request, body)
+        done = await request.app[COMMANDS].feedback(actor, cmd)
+        return json_response({"memory_id": done.memory_id, "verdict": done.verdict, "position": done.position},
+                             status=201)
+    return handler
+
+
+async def deprecate(request: web.Request) -> web.Response:
+    body, _ = await json_body(request)
+    cmd = parse_deprecate(body)
+    actor = await acting_agent(request, body)
+    done = await request.app[COMMANDS].deprecate(actor, cmd)
+    return json_response({"memory_id": done.memory_id, "version": done.version, "position": done.position})
+
+
+async def correct(request: web.Request) -> web.Response:
+    body, _ = await json_body(request)
+    cmd = parse_correct(body, request.app[SETTINGS].limits)
+    actor = await acting_agent(request, body)
+    done = await request.app[COMMANDS].correct(actor, cmd)
+    return json_response({"memory_id": done.memory_id, "version": done.version, "position": done.position})
+
+
+async def versions(request: web.Request) -> web.Response:
+    """Every version of a memory, oldest first: content, who, why, from where, what triggered it."""
+    memory_id = request.match_info["memory_id"]
+    if not MEMORY_ID_RE.match(memory_id):
+        raise ApiError(400, "invalid_request", "memory_id: has an invalid format", {"field": "memory_id"})
+    body = dict(request.query)
+    actor = await acting_agent(request, body, required=False)
+    await wait_for_projections(request, after_param(request, body), ["memories"])
+    row = await asyncio.to_thread(request.app[READER].get, memory_id)
+    ns = row["namespace"] if row else ""
+    hidden = row is None or (actor is not None and (
+        not actor.can_read(ns) or (ns.endswith(EPHEMERAL_SUFFIX) and ns not in actor.own_namespaces)))
+    if hidden:
+        raise ApiError(404, "not_found", f"memory {memory_id} not found", {"memory_id": memory_id})
+    return json_response({
+        "memory_id": memory_id, "namespace": ns, "version": row["version"], "content": row["content"],
+        "status": row.get("status", "active"), "is_deleted": row["is_deleted"], "volatile": row["volatile_flag"],
+        "useful_count": row["useful_count"], "not_useful_count": row["not_useful_count"],
+        "recall_count": row["recall_count"], "versions": row["version_history"]})
+
+
+def routes() -> list[web.RouteDef]:
+    return [
+        web.post("/api/v1/feedback/useful", _verdict("useful")),
+        web.post("/api/v1/feedback/not-useful", _verdict("not_useful")),
+        web.post("/api/v1/feedback/deprecate", deprecate),
+        web.post("/api/v1/feedback/correct", correct),
+        web.get("/api/v1/memory/{memory_id}/versions", versions),
+    ]

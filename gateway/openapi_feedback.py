@@ -1,0 +1,64 @@
+"""OpenAPI fragments for feedback, corrections and the versions endpoint (merged into
+`gateway.openapi.openapi_document`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gateway.openapi_eval import POSITION, _body, _errors, _json, _ref
+
+_MEMORY_ID = {"type": "string", "maxLength": 128}
+_AGENT = {"type": "string", "description": "admin key only: the agent to act for"}
+
+SCHEMAS: dict[str, Any] = {
+    "FeedbackRequest": {"type": "object", "required": ["memory_id"], "properties": {
+        "memory_id": _MEMORY_ID, "reason": {"type": "string", "maxLength": 1000}, "agent_id": _AGENT}},
+    "FeedbackResponse": {"type": "object", "properties": {
+        "memory_id": {"type": "string"}, "verdict": {"type": "string", "enum": ["useful", "not_useful"]},
+        "position": POSITION}},
+    "DeprecateRequest": {"type": "object", "required": ["memory_id", "reason"], "properties": {
+        "memory_id": _MEMORY_ID, "reason": {"type": "string", "minLength": 1, "maxLength": 1000},
+        "expected_version": {"type": "integer", "minimum": 1}, "agent_id": _AGENT}},
+    "CorrectRequest": {"type": "object", "required": ["memory_id", "content", "reason"], "properties": {
+        "memory_id": _MEMORY_ID, "content": {"type": "string", "minLength": 1, "maxLength": 16000},
+        "reason": {"type": "string", "minLength": 1, "maxLength": 1000},
+        "source": {"type": "string", "description": "where the correction comes from (seed 3.3.3 trust weights)"},
+        "trigger": {"type": "string", "maxLength": 200, "description": "what made it change"},
+        "expected_version": {"type": "integer", "minimum": 1, "description": "stale -> 409 version_conflict"},
+        "agent_id": _AGENT}},
+    "VersionedResponse": {"type": "object", "properties": {
+        "memory_id": {"type": "string"}, "version": {"type": "integer"}, "position": POSITION}},
+    "VersionsResponse": {"type": "object", "properties": {
+        "memory_id": {"type": "string"}, "namespace": {"type": "string"}, "version": {"type": "integer"},
+        "content": {"type": "string"}, "status": {"type": "string", "enum": ["active", "deprecated"]},
+        "is_deleted": {"type": "boolean"}, "volatile": {"type": "boolean", "description": ">= 3 corrections"},
+        "useful_count": {"type": "integer"}, "not_useful_count": {"type": "integer"},
+        "recall_count": {"type": "integer"},
+        "versions": {"type": "array", "items": {"type": "object", "properties": {
+            "version": {"type": "integer"}, "content": {"type": "string"}, "updated_by": {"type": "string"},
+            "source": {"type": "string"}, "trigger": {"type": "string"}, "reason": {"type": "string"},
+            "timestamp": {"type": "string"}}}}}},
+}
+
+PATHS: dict[str, Any] = {
+    "/api/v1/feedback/useful": {"post": {
+        "summary": "The memory helped (counted; the version stays)", "requestBody": _body("FeedbackRequest"),
+        "responses": {"201": _json(_ref("FeedbackResponse"), "Recorded"), **_errors("400", "401", "403", "404")}}},
+    "/api/v1/feedback/not-useful": {"post": {
+        "summary": "The memory did not help (counted, with an optional reason)", "requestBody": _body("FeedbackRequest"),
+        "responses": {"201": _json(_ref("FeedbackResponse"), "Recorded"), **_errors("400", "401", "403", "404")}}},
+    "/api/v1/feedback/deprecate": {"post": {
+        "summary": "Mark a memory outdated (a new version; the next forget run moves it to the tombstones)",
+        "requestBody": _body("DeprecateRequest"),
+        "responses": {"200": _json(_ref("VersionedResponse")), **_errors("400", "401", "403", "404", "409")}}},
+    "/api/v1/feedback/correct": {"post": {
+        "summary": "Correct a memory's content: a new version with reason, source and trigger",
+        "requestBody": _body("CorrectRequest"),
+        "responses": {"200": _json(_ref("VersionedResponse")), **_errors("400", "401", "403", "404", "409")}}},
+    "/api/v1/memory/{memory_id}/versions": {"get": {
+        "summary": "The provenance chain of a memory: every version, oldest first",
+        "parameters": [{"name": "memory_id", "in": "path", "required": True, "schema": _MEMORY_ID},
+                       {"name": "after", "in": "query", "schema": POSITION},
+                       {"name": "agent_id", "in": "query", "schema": {"type": "string"}}],
+        "responses": {"200": _json(_ref("VersionsResponse")), **_errors("400", "401", "403", "404", "504")}}},
+}
