@@ -14,9 +14,10 @@ from commands.model import (
 from commands.vocabulary import EPHEMERAL_SUFFIX, MAIN_SUFFIX, SHARED_NAMESPACE
 from events import keys
 from events.catalogue import (
-    AgentRegistered, MemoryCommitted, MemoryCorrected, MemoryDeleted, MemoryDeprecated, MemoryFeedback, SynonymAdded,
-    new_event,
+    AgentRegistered, MemoryCommitted, MemoryCorrected, MemoryDeleted, MemoryDeprecated, MemoryFeedback, MemoryForgotten,
+    SynonymAdded, new_event,
 )
+from projections.queries.forgetting import ForgetCandidate
 from events.envelope import Event
 from events.indexes import Guard
 from events.store import AgentIndex, MemoryIndex
@@ -126,6 +127,14 @@ def decide_feedback(actor: Actor, cmd: GiveFeedback, current: MemoryIndex | None
         raise NotFound(f"memory {cmd.memory_id} not found", {"memory_id": cmd.memory_id})
     payload = MemoryFeedback(cmd.memory_id, current.namespace, cmd.verdict, cmd.reason)
     return new_event(payload, ns=current.namespace, agent=actor.agent_id, by=actor.by)
+
+
+def decide_forget(candidates: list[ForgetCandidate], *, by: str) -> Decision:
+    """One `memory.forgotten` per candidate, each guarded by the version the plan was made on (a
+    memory corrected meanwhile fails the append, and the run decides again)."""
+    events = [new_event(MemoryForgotten(c.memory_id, c.namespace, c.version + 1, c.reason, c.content),
+                        ns=c.namespace, agent="system", by=by) for c in candidates]
+    return Decision(events, [Guard.memory_version(c.memory_id, c.version) for c in candidates])
 
 
 def decide_add_synonyms(cmd: AddSynonyms) -> Event:

@@ -13,7 +13,7 @@ import structlog
 
 from commands.decide import (
     Decision, decide_add_synonyms, decide_commit, decide_correct, decide_delete, decide_deprecate, decide_feedback,
-    decide_register,
+    decide_forget, decide_register,
 )
 from commands.errors import Conflict, IdempotencyKeyReused, NotFound
 from commands.model import (
@@ -80,6 +80,12 @@ class Deleted:
 
 
 Changed = Deleted
+
+
+@dataclass(frozen=True, slots=True)
+class Forgot:
+    forgotten: list  # [ForgetCandidate]
+    position: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +190,23 @@ class CommandService:
         event = decide_feedback(actor, cmd, await self.store.memory_index(cmd.memory_id))
         res = await self.store.append([event])
         return FeedbackGiven(cmd.memory_id, cmd.verdict, res.position)
+
+    async def forget(self, plan, *, by: str = "admin") -> Forgot:
+        """Run `plan()` (the forget candidates, read from the projection) and append one
+        `memory.forgotten` per candidate; when a memory changed meanwhile, plan again."""
+        for attempt in range(DELETE_RETRIES):
+            candidates = await plan()
+            if not candidates:
+                return Forgot([], "")
+            decision = decide_forget(candidates, by=by)
+            try:
+                res = await self.store.append(decision.events, guards=decision.guards)
+            except GuardFailed:
+                log.info("forget.retry", attempt=attempt)
+                continue
+            log.info("forget.done", forgotten=len(candidates), position=res.position)
+            return Forgot(candidates, res.position)
+        raise Conflict("memories are changing too fast for a forget run; retry", {}, code="version_conflict")
 
     async def _versioned(self, memory_id: str, decide, what: str) -> Changed:
         """Decide on the current version and append guarded by it; on a race, decide again."""

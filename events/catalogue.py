@@ -182,6 +182,19 @@ class MemoryCorrected:
     trigger: str = ""
 
 
+@event_type("memory.forgotten")
+@dataclass(frozen=True, slots=True)
+class MemoryForgotten:
+    """A forget run evicted the memory (seed 3.3.1); the tombstone keeps its content."""
+
+    memory_id: str
+    namespace: str
+    version: int
+    reason: str                  # quality_low | deprecated | lru | merged
+    content_snapshot: str = ""
+    merged_into: str = ""
+
+
 @event_type("recall.served")
 @dataclass(frozen=True, slots=True)
 class RecallServed:

@@ -9,7 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from events import keys
-from events.catalogue import AgentRegistered, MemoryCommitted, MemoryCorrected, MemoryDeleted, MemoryDeprecated
+from events.catalogue import (
+    AgentRegistered, MemoryCommitted, MemoryCorrected, MemoryDeleted, MemoryDeprecated, MemoryForgotten,
+)
 from events.envelope import Event
 
 
@@ -41,7 +43,7 @@ def index_ops(event: Event) -> list[HSet]:
     if isinstance(d, MemoryCommitted):
         return [HSet(keys.memory(d.memory_id),
                      {"version": "1", "ns": d.namespace, "agent": event.agent, "deleted": "0"})]
-    if isinstance(d, MemoryDeleted):
+    if isinstance(d, (MemoryDeleted, MemoryForgotten)):
         return [HSet(keys.memory(d.memory_id), {"version": str(d.version), "deleted": "1"})]
     if isinstance(d, (MemoryCorrected, MemoryDeprecated)):
         return [HSet(keys.memory(d.memory_id), {"version": str(d.version)})]

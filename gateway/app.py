@@ -10,7 +10,7 @@ from aiohttp import web
 from gateway.appkeys import EMBEDDER, SETTINGS
 from gateway.auth import PRINCIPAL, auth_middleware
 from gateway.errors import error_middleware
-from gateway.handlers import agents, evaluation, feedback, memories, recall, synonyms, system
+from gateway.handlers import admin, agents, evaluation, feedback, memories, recall, synonyms, system
 from gateway.runtime import resources
 from gateway.settings import Settings
 
@@ -38,6 +38,6 @@ def create_app(settings: Settings, *, embedder=None) -> web.Application:
     if embedder is not None:
         app[EMBEDDER] = embedder
     app.cleanup_ctx.append(resources)
-    for module in (system, agents, memories, feedback, recall, synonyms, evaluation):
+    for module in (system, agents, memories, feedback, admin, recall, synonyms, evaluation):
         app.add_routes(module.routes())
     return app

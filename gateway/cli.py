@@ -59,6 +59,7 @@ def build_settings(args: argparse.Namespace, redis_url: str, *, api_key: str = "
         rerank_model=os.environ.get("RERANK_MODEL") or None,
         local_rerank=_env_flag("ZHIYI_LOCAL_RERANK"),
         recall_cache_ttl_s=int(os.environ.get("ZHIYI_RECALL_CACHE_TTL", "3600")),
+        forget_capacity=int(os.environ.get("ZHIYI_FORGET_CAPACITY", "10000")),
         run_projectors=run_projectors,
         projectors_only=only,
         log_json=_env_flag("ZHIYI_LOG_JSON"),

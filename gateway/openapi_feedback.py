@@ -1,4 +1,4 @@
-"""OpenAPI fragments for feedback, corrections and the versions endpoint (merged into
+"""OpenAPI fragments for feedback, corrections, the versions endpoint and forget runs (merged into
 `gateway.openapi.openapi_document`)."""
 
 from __future__ import annotations
@@ -33,14 +33,31 @@ SCHEMAS: dict[str, Any] = {
         "content": {"type": "string"}, "status": {"type": "string", "enum": ["active", "deprecated"]},
         "is_deleted": {"type": "boolean"}, "volatile": {"type": "boolean", "description": ">= 3 corrections"},
         "useful_count": {"type": "integer"}, "not_useful_count": {"type": "integer"},
-        "recall_count": {"type": "integer"},
+        "recall_count": {"type": "integer"}, "quality_score": {"type": "number"},
+        "importance": {"type": "number", "description": "stored factor: 0.5 after a quality drop"},
         "versions": {"type": "array", "items": {"type": "object", "properties": {
             "version": {"type": "integer"}, "content": {"type": "string"}, "updated_by": {"type": "string"},
             "source": {"type": "string"}, "trigger": {"type": "string"}, "reason": {"type": "string"},
             "timestamp": {"type": "string"}}}}}},
 }
 
+SCHEMAS["ForgetRequest"] = {"type": "object", "properties": {
+    "capacity": {"type": "integer", "minimum": 1, "description": "live memories per namespace (default "
+                 "ZHIYI_FORGET_CAPACITY, 10000)"},
+    "namespace": {"type": "string", "description": "only this namespace"},
+    "dry_run": {"type": "boolean", "default": False, "description": "answer the plan, append nothing"}}}
+SCHEMAS["ForgetResponse"] = {"type": "object", "properties": {
+    "forgotten": {"type": "array", "items": {"type": "object", "properties": {
+        "memory_id": {"type": "string"}, "namespace": {"type": "string"},
+        "reason": {"type": "string", "enum": ["quality_low", "deprecated", "lru"]}}}},
+    "count": {"type": "integer"}, "capacity": {"type": "integer"}, "dry_run": {"type": "boolean"},
+    "position": {"type": "string", "description": "of the last memory.forgotten ('' when none)"}}}
+
 PATHS: dict[str, Any] = {
+    "/api/v1/admin/forget": {"post": {
+        "summary": "Forget run (admin): quality_low, deprecated, then LRU above the per-namespace capacity",
+        "requestBody": _body("ForgetRequest", required=False),
+        "responses": {"200": _json(_ref("ForgetResponse")), **_errors("400", "401", "403", "409", "504")}}},
     "/api/v1/feedback/useful": {"post": {
         "summary": "The memory helped (counted; the version stays)", "requestBody": _body("FeedbackRequest"),
         "responses": {"201": _json(_ref("FeedbackResponse"), "Recorded"), **_errors("400", "401", "403", "404")}}},

@@ -26,6 +26,7 @@ class Settings:
     rerank_model: str | None = None
     local_rerank: bool = False           # ZHIYI_LOCAL_RERANK=1: the e5 re-scorer (slow on small CPUs)
     recall_cache_ttl_s: int = 3600       # recall.cache_ttl_seconds; 0 disables the search cache
+    forget_capacity: int = 10_000        # live memories per namespace above which a forget run evicts (LRU)
     run_projectors: bool = True
     projectors_only: tuple[str, ...] = ()
     projection_wait_s: float = 5.0

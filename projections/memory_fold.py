@@ -18,12 +18,14 @@ from typing import Any
 import orjson
 
 from events import positions
-from events.catalogue import MemoryCommitted, MemoryCorrected, MemoryDeleted, MemoryDeprecated, MemoryFeedback
+from events.catalogue import (
+    MemoryCommitted, MemoryCorrected, MemoryDeleted, MemoryDeprecated, MemoryFeedback, MemoryForgotten,
+)
 from events.envelope import Event
 from events.hlc import HLC, iso_from_ms
 from projections.memory_state import (
-    COUNTERS, Committed, Corrected, Counted, Deleted, FieldsSet, HistoryEntry, MemoryState, Op, Register, Stamp,
-    apply,
+    COUNTERS, Committed, Corrected, Counted, Deleted, FieldsSet, Forgotten, HistoryEntry, MemoryState, Op, Register,
+    Stamp, apply,
 )
 from projections.text import index_text
 
@@ -37,6 +39,11 @@ COMMIT_FIELDS = ("content", "category", "decay_class", "kind", "namespace", "age
 COLUMN_FIELDS = (*COMMIT_FIELDS, "freshness", "status")
 IMPORTANCE_AT_COMMIT = 1.0
 NEUTRAL_QUALITY = 0.5
+#: Seed 2.2: quality < 0.3 with >= 5 feedback -> importance x 0.5, at once (the stored importance is
+#: the factor the query-time importance formula multiplies by).
+QUALITY_DROP_BELOW = 0.3
+QUALITY_DROP_MIN_FEEDBACK = 5
+QUALITY_DROP_FACTOR = 0.5
 
 
 @lru_cache(maxsize=4096)
@@ -77,6 +84,11 @@ def op_of(event: Event, state: MemoryState | None) -> Op | None:
         return FieldsSet(stamp, event.position, fields={"status": "deprecated"}, entry=entry)
     if isinstance(d, MemoryFeedback):
         return Counted(stamp, event.position, counter=d.verdict) if d.verdict in COUNTERS[1:] else None
+    if isinstance(d, MemoryForgotten):
+        entry = HistoryEntry(stamp, d.version, state.get("content", ""), updated_by=event.agent,
+                             source=state.get("source", ""), trigger="forget_run", reason=f"forgotten: {d.reason}",
+                             kind="forget")
+        return Forgotten(stamp, event.position, entry=entry)
     if isinstance(d, MemoryDeleted):
         entry = HistoryEntry(stamp, d.version, state.get("content", ""), updated_by=event.agent,
                              source=state.get("source", ""), trigger="none",
@@ -140,6 +152,8 @@ def row_of(state: MemoryState, previous: dict[str, Any] | None, *, model: str, p
     content = state.get("content", "")
     keep_vector = previous is not None and previous.get("content") == content
     useful, not_useful = state.count("useful"), state.count("not_useful")
+    quality = useful / (useful + not_useful) if useful + not_useful else NEUTRAL_QUALITY
+    dropped = useful + not_useful >= QUALITY_DROP_MIN_FEEDBACK and quality < QUALITY_DROP_BELOW
     history = state.ordered_history()
     columns = {name: reg for name, reg in state.fields.items() if name in COLUMN_FIELDS}
     extra = {name: [list(reg.stamp), reg.value] for name, reg in state.fields.items() if name not in COLUMN_FIELDS}
@@ -165,8 +179,8 @@ def row_of(state: MemoryState, previous: dict[str, Any] | None, *, model: str, p
         "namespace": state.get("namespace", ""),
         "agent_id": state.get("agent_id", ""),
         "tier": state.get("tier", "normal"),
-        "importance": IMPORTANCE_AT_COMMIT,
-        "quality_score": useful / (useful + not_useful) if useful + not_useful else NEUTRAL_QUALITY,
+        "importance": IMPORTANCE_AT_COMMIT * (QUALITY_DROP_FACTOR if dropped else 1.0),
+        "quality_score": quality,
         "freshness": state.get("freshness", "fresh"),
         "recall_count": state.count("recall"),
         "useful_count": useful,

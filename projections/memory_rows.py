@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from events.catalogue import MemoryCommitted, MemoryCorrected, MemoryDeleted, MemoryDeprecated, MemoryFeedback
+from events.catalogue import (
+    MemoryCommitted, MemoryCorrected, MemoryDeleted, MemoryDeprecated, MemoryFeedback, MemoryForgotten,
+)
 from events.envelope import Event
 
 SCHEMA_VERSION = 3  # 2: search_text (lexical index input); 3: crdt (the CRDT record's bookkeeping)
@@ -59,6 +61,7 @@ SCALAR_COLUMNS: list[str] = [c for c in COLUMNS if c != "vector"]
 
 def memory_id_of(event: Event) -> str | None:
     """The memory a folded event touches; None for types this projection does not fold."""
-    if isinstance(event.data, (MemoryCommitted, MemoryDeleted, MemoryCorrected, MemoryDeprecated, MemoryFeedback)):
+    if isinstance(event.data, (MemoryCommitted, MemoryDeleted, MemoryCorrected, MemoryDeprecated, MemoryFeedback,
+                               MemoryForgotten)):
         return event.data.memory_id
     return None

@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from events.catalogue import (
-    MemoryCommitted, MemoryCorrected, MemoryDeleted, MemoryDeprecated, MemoryFeedback, RecallServed, new_event,
+    MemoryCommitted, MemoryCorrected, MemoryDeleted, MemoryDeprecated, MemoryFeedback, MemoryForgotten, RecallServed,
+    new_event,
 )
 from events.envelope import Event, UnknownPayload
 from events.redis_client import connect
@@ -33,7 +34,7 @@ commit_op = st.tuples(st.just("commit"), st.sampled_from(IDS), st.sampled_from(T
 delete_op = st.tuples(st.just("delete"), st.sampled_from(IDS), st.integers(1, 4), st.sampled_from(["", "dup"]))
 other_op = st.tuples(st.just("other"), st.sampled_from(["unknown", "recall"]))
 # feedback and corrections (the write side would refuse some of these; projections must cope anyway)
-change_op = st.tuples(st.sampled_from(["correct", "deprecate", "useful", "not_useful"]), st.sampled_from(IDS),
+change_op = st.tuples(st.sampled_from(["correct", "deprecate", "useful", "not_useful", "forget"]), st.sampled_from(IDS),
                       st.sampled_from(TEXTS), st.integers(2, 5))
 project_op = st.tuples(st.just("project"), st.integers(1, 7), st.booleans())  # batch size, redeliver
 # rows written, then no checkpoint; optionally the checkpoint file is lost too (replay over the rows)
@@ -64,6 +65,9 @@ def event_for(op: tuple) -> Event:
     if op[0] == "deprecate":
         _, mid, _, version = op
         return new_event(MemoryDeprecated(mid, "shared", version, "old"), ns="shared", agent="bob")
+    if op[0] == "forget":
+        _, mid, text, version = op
+        return new_event(MemoryForgotten(mid, "shared", version, "lru", text), ns="shared", agent="system")
     if op[0] in ("useful", "not_useful"):
         return new_event(MemoryFeedback(op[1], "shared", op[0], ""), ns="shared", agent="carol")
     if op[1] == "unknown":
