@@ -186,6 +186,13 @@ class ServingIndex:
         touched: set[str] = set()
         for i in sorted(range(len(rows)), key=keys.__getitem__):  # commit order defines context neighbours
             row = rows[i]
+            old = state.where.get(row["id"])
+            if old is not None and not deleted[i] and old[0] == row["namespace"]:
+                part = state.parts[old[0]]
+                current = part.rows[old[1]]
+                if current is not None and current["content"] == row["content"]:
+                    part.rows[old[1]] = row  # same text: update in place (keeps its slot and context)
+                    continue
             old = state.where.pop(row["id"], None)
             if old is not None:
                 state.parts[old[0]].remove(old[1])

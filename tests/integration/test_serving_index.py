@@ -118,3 +118,26 @@ async def test_loads_when_the_checkpointed_table_version_was_cleaned_up(store, t
     assert await index.wait_ready()
     assert index.stats()["rows"] == 5
     await index.close()
+
+
+async def test_a_changed_row_keeps_its_slot_unless_its_text_changed(store, tmp_path: Path) -> None:
+    from events.catalogue import MemoryCorrected, MemoryFeedback
+
+    emb = HashEmbedder(dim=16)
+    await store.append([commit(f"m{i}", f"turn {i}", "shared") for i in range(3)])
+    await project(store, tmp_path, emb)
+    index = ServingIndex(tmp_path)
+    assert await index.wait_ready()
+    part = index._state.parts["shared"]
+    await store.append([new_event(MemoryFeedback("m1", "shared", "useful"), ns="shared", agent="bob")])
+    await project(store, tmp_path, emb)
+    assert await index.refresh()
+    assert index._state.where["m1"] == ("shared", 1) and part.size == 3  # in place: neighbours intact
+    await store.append([new_event(MemoryCorrected("m1", "shared", 2, "turn one, corrected", "typo"), ns="shared",
+                                  agent="bob")])
+    await project(store, tmp_path, emb)
+    assert await index.refresh()
+    assert index._state.where["m1"] == ("shared", 3)  # new text: a new slot
+    assert (await index.arows(["m1"]))["m1"]["content"] == "turn one, corrected"
+    assert [m for m, _ in await index.alexical("corrected", ["shared"], 5)] == ["m1"]
+    await index.close()
