@@ -33,7 +33,8 @@ SCHEMAS: dict[str, Any] = {
         "content": {"type": "string"}, "status": {"type": "string", "enum": ["active", "deprecated"]},
         "is_deleted": {"type": "boolean"}, "volatile": {"type": "boolean", "description": ">= 3 corrections"},
         "useful_count": {"type": "integer"}, "not_useful_count": {"type": "integer"},
-        "recall_count": {"type": "integer"}, "quality_score": {"type": "number"},
+        "recall_count": {"type": "integer"}, "last_recalled_at": {"type": "string"},
+        "quality_score": {"type": "number"},
         "importance": {"type": "number", "description": "stored factor: 0.5 after a quality drop"},
         "versions": {"type": "array", "items": {"type": "object", "properties": {
             "version": {"type": "integer"}, "content": {"type": "string"}, "updated_by": {"type": "string"},

@@ -19,7 +19,7 @@ import orjson
 
 from events import positions
 from events.catalogue import (
-    MemoryCommitted, MemoryCorrected, MemoryDeleted, MemoryDeprecated, MemoryFeedback, MemoryForgotten,
+    MemoryCommitted, MemoryCorrected, MemoryDeleted, MemoryDeprecated, MemoryFeedback, MemoryForgotten, RecallServed,
 )
 from events.envelope import Event
 from events.hlc import HLC, iso_from_ms
@@ -82,6 +82,8 @@ def op_of(event: Event, state: MemoryState | None) -> Op | None:
                              source=state.get("source", ""), trigger="none",
                              reason=f"deprecated: {d.reason}" if d.reason else "deprecated", kind="deprecate")
         return FieldsSet(stamp, event.position, fields={"status": "deprecated"}, entry=entry)
+    if isinstance(d, RecallServed):  # recall.served counts; the wall time of the event is when
+        return Counted(stamp, event.position, counter="recall", at_ms=event.wall_ms)
     if isinstance(d, MemoryFeedback):
         return Counted(stamp, event.position, counter=d.verdict) if d.verdict in COUNTERS[1:] else None
     if isinstance(d, MemoryForgotten):
@@ -97,11 +99,10 @@ def op_of(event: Event, state: MemoryState | None) -> Op | None:
     return None
 
 
-def fold(row: dict[str, Any] | None, event: Event, model: str) -> dict[str, Any] | None:
-    """The row after `event` (None when the event changes nothing: unknown memory, redelivery)."""
-    mid = getattr(event.data, "memory_id", None)
-    if mid is None:
-        return None
+def fold(row: dict[str, Any] | None, event: Event, model: str, memory_id: str) -> dict[str, Any] | None:
+    """Memory `memory_id`'s row after `event` (None when the event changes nothing: an unknown
+    memory, a redelivery)."""
+    mid = memory_id
     state = state_of(row) if row is not None else None
     op = op_of(event, state)
     if op is None:

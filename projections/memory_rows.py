@@ -10,7 +10,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from events.catalogue import (
-    MemoryCommitted, MemoryCorrected, MemoryDeleted, MemoryDeprecated, MemoryFeedback, MemoryForgotten,
+    MemoryCommitted, MemoryCorrected, MemoryDeleted, MemoryDeprecated, MemoryFeedback, MemoryForgotten, RecallServed,
 )
 from events.envelope import Event
 
@@ -65,3 +65,11 @@ def memory_id_of(event: Event) -> str | None:
                                MemoryForgotten)):
         return event.data.memory_id
     return None
+
+
+def memory_ids_of(event: Event) -> tuple[str, ...]:
+    """Every memory a folded event touches: its own, or the results a recall served."""
+    if isinstance(event.data, RecallServed):
+        return tuple(dict.fromkeys(event.data.result_ids))
+    mid = memory_id_of(event)
+    return (mid,) if mid is not None else ()

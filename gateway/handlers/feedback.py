@@ -59,7 +59,8 @@ async def versions(request: web.Request) -> web.Response:
         "memory_id": memory_id, "namespace": ns, "version": row["version"], "content": row["content"],
         "status": row.get("status", "active"), "is_deleted": row["is_deleted"], "volatile": row["volatile_flag"],
         "useful_count": row["useful_count"], "not_useful_count": row["not_useful_count"],
-        "recall_count": row["recall_count"], "quality_score": row["quality_score"], "importance": row["importance"],
+        "recall_count": row["recall_count"], "last_recalled_at": row["last_recalled_at"],
+        "quality_score": row["quality_score"], "importance": row["importance"],
         "versions": row["version_history"]})
 
 

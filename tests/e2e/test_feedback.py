@@ -121,3 +121,19 @@ async def test_permissions_and_bad_inputs(api):
     assert_error(body, "not_found")
     status, body = await api.call("GET", "/api/v1/memory/no-such/versions", alice)
     assert status == 404
+
+
+async def test_recalls_are_counted_on_the_memories_they_served(api):
+    import asyncio
+
+    key = await api.register("alice")
+    mid, pos = await _commit(api, key, "the office wifi is called zhiyi-guest")
+    for _ in range(2):
+        status, body = await api.recall(key, "office wifi name", after=pos, cache=False)
+        assert status == 200 and body["results"][0]["memory_id"] == mid
+    for _ in range(100):  # recall.served events are buffered, then projected
+        v = await _versions(api, key, mid, pos)
+        if v["recall_count"] == 2:
+            break
+        await asyncio.sleep(0.05)
+    assert v["recall_count"] == 2 and v["last_recalled_at"] and v["version"] == 1
