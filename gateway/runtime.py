@@ -15,12 +15,14 @@ from events.cache import RecallCache
 from events.redis_client import connect
 from events.store import EventStore
 from gateway.appkeys import (
-    AUDIT, BACKGROUND, COMMANDS, EMBEDDER, EVAL, PROJECTORS, READER, RECALL, RECALL_CACHE, RERANKER, RUNNER_TASKS,
+    ACTIVITY, AUDIT, BACKGROUND, COMMANDS, EMBEDDER, EVAL, PROJECTORS, READER, RECALL, RECALL_CACHE, RERANKER,
+    RUNNER_TASKS,
     SETTINGS, STOPPING, STORE, SYNONYMS, WAITER,
 )
 from gateway.audit import AuditWriter
 from gateway.settings import Settings
 from projections.embedding import make_embedder
+from projections.queries.activity import ActivityReader
 from projections.queries.recall import RecallService
 from projections.queries.synonyms import SynonymsReader
 from projections.reader import MemoriesReader
@@ -66,6 +68,7 @@ async def resources(app: web.Application) -> AsyncIterator[None]:
     app[READER] = reader
     app[COMMANDS] = CommandService(store, settings.limits)
     app[SYNONYMS] = SynonymsReader(projection_dir(settings.data_dir, "synonyms"))
+    app[ACTIVITY] = ActivityReader(projection_dir(settings.data_dir, "activity"))
     app[RECALL], reranker = build_recall(settings, reader, embedder, app[SYNONYMS])
     app[RERANKER] = reranker
     app[RECALL_CACHE] = RecallCache(redis, settings.recall_cache_ttl_s)
@@ -108,6 +111,7 @@ async def resources(app: web.Application) -> AsyncIterator[None]:
             with contextlib.suppress(Exception):
                 await reranker.close()
         app[SYNONYMS].close()
+        app[ACTIVITY].close()
         if owns_embedder:
             with contextlib.suppress(Exception):
                 embedder.close()

@@ -19,7 +19,7 @@ import orjson
 
 from events import positions
 from events.catalogue import (
-    MemoryCommitted, MemoryCorrected, MemoryDeleted, MemoryDeprecated, MemoryFeedback, MemoryForgotten, RecallServed,
+    MemoryCommitted, MemoryCorrected, MemoryDeleted, MemoryDeprecated, MemoryFeedback, MemoryForgotten,
 )
 from events.envelope import Event
 from events.hlc import HLC, iso_from_ms
@@ -82,8 +82,6 @@ def op_of(event: Event, state: MemoryState | None) -> Op | None:
                              source=state.get("source", ""), trigger="none",
                              reason=f"deprecated: {d.reason}" if d.reason else "deprecated", kind="deprecate")
         return FieldsSet(stamp, event.position, fields={"status": "deprecated"}, entry=entry)
-    if isinstance(d, RecallServed):  # recall.served counts; the wall time of the event is when
-        return Counted(stamp, event.position, counter="recall", at_ms=event.wall_ms)
     if isinstance(d, MemoryFeedback):
         return Counted(stamp, event.position, counter=d.verdict) if d.verdict in COUNTERS[1:] else None
     if isinstance(d, MemoryForgotten):

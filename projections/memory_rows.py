@@ -10,7 +10,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from events.catalogue import (
-    MemoryCommitted, MemoryCorrected, MemoryDeleted, MemoryDeprecated, MemoryFeedback, MemoryForgotten, RecallServed,
+    MemoryCommitted, MemoryCorrected, MemoryDeleted, MemoryDeprecated, MemoryFeedback, MemoryForgotten,
 )
 from events.envelope import Event
 
@@ -68,8 +68,6 @@ def memory_id_of(event: Event) -> str | None:
 
 
 def memory_ids_of(event: Event) -> tuple[str, ...]:
-    """Every memory a folded event touches: its own, or the results a recall served."""
-    if isinstance(event.data, RecallServed):
-        return tuple(dict.fromkeys(event.data.result_ids))
+    """Every memory a folded event touches (recall counts are the activity projection's)."""
     mid = memory_id_of(event)
     return (mid,) if mid is not None else ()

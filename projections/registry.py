@@ -10,12 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from projections.activity import ActivityProjector
 from projections.memories import MemoriesProjector
 from projections.projector import Projector
 from projections.synonyms import SynonymsProjector
 
 PROJECTIONS_DIR = "projections"
-NAMES: tuple[str, ...] = ("memories", "synonyms")
+NAMES: tuple[str, ...] = ("memories", "synonyms", "activity")
 
 
 def projections_root(root: Path) -> Path:
@@ -30,7 +31,8 @@ def make_projectors(data_dir: Path, embedder: Any, *, offline: bool = False) -> 
     """The projectors over `data_dir`. `offline` (a rebuild): no serving indexes are built while
     folding (a live projector adds them on its first `maintain` if the directory is ever served)."""
     synonyms = SynonymsProjector(projection_dir(data_dir, "synonyms"))
+    activity = ActivityProjector(projection_dir(data_dir, "activity"))
     if offline:
         return [MemoriesProjector(projection_dir(data_dir, "memories"), embedder, compact_after_rows=0,
-                                  vector_index_min_rows=0, serving_indexes=False), synonyms]
-    return [MemoriesProjector(projection_dir(data_dir, "memories"), embedder), synonyms]
+                                  vector_index_min_rows=0, serving_indexes=False), synonyms, activity]
+    return [MemoriesProjector(projection_dir(data_dir, "memories"), embedder), synonyms, activity]

@@ -7,7 +7,7 @@ import asyncio
 from aiohttp import web
 
 from commands.parsing import NAMESPACE_RE, opt_int, opt_str, require_object
-from gateway.appkeys import COMMANDS, READER, SETTINGS, STORE, WAITER
+from gateway.appkeys import ACTIVITY, COMMANDS, READER, SETTINGS, STORE, WAITER
 from gateway.auth import require_admin
 from gateway.errors import ApiError
 from gateway.requests import json_body, json_response
@@ -32,10 +32,11 @@ async def forget(request: web.Request) -> web.Response:
 
     async def plan():
         last = await store.last_position()  # decide on a projection that has seen everything so far
-        if last and not await waiter.wait(["memories"], last, settings.projection_wait_s):
+        if last and not await waiter.wait(["memories", "activity"], last, settings.projection_wait_s):
             raise ApiError(504, "projection_lag", "the memories projection is behind the log; retry",
-                           {"after": last, "projections": ["memories"]})
-        return choose(await asyncio.to_thread(live_rows, reader, namespace), capacity)
+                           {"after": last, "projections": ["memories", "activity"]})
+        rows = await asyncio.to_thread(live_rows, reader, request.app[ACTIVITY], namespace)
+        return choose(rows, capacity)
 
     if dry_run:
         chosen, position = await plan(), ""

@@ -9,7 +9,7 @@ from aiohttp import web
 
 from commands.parsing import MEMORY_ID_RE, parse_correct, parse_deprecate, parse_feedback
 from commands.vocabulary import EPHEMERAL_SUFFIX
-from gateway.appkeys import COMMANDS, READER, SETTINGS
+from gateway.appkeys import ACTIVITY, COMMANDS, READER, SETTINGS
 from gateway.errors import ApiError
 from gateway.requests import acting_agent, after_param, json_body, json_response, wait_for_projections
 
@@ -48,18 +48,19 @@ async def versions(request: web.Request) -> web.Response:
         raise ApiError(400, "invalid_request", "memory_id: has an invalid format", {"field": "memory_id"})
     body = dict(request.query)
     actor = await acting_agent(request, body, required=False)
-    await wait_for_projections(request, after_param(request, body), ["memories"])
+    await wait_for_projections(request, after_param(request, body), ["memories", "activity"])
     row = await asyncio.to_thread(request.app[READER].get, memory_id)
     ns = row["namespace"] if row else ""
     hidden = row is None or (actor is not None and (
         not actor.can_read(ns) or (ns.endswith(EPHEMERAL_SUFFIX) and ns not in actor.own_namespaces)))
     if hidden:
         raise ApiError(404, "not_found", f"memory {memory_id} not found", {"memory_id": memory_id})
+    recalls, last_recalled = (await asyncio.to_thread(request.app[ACTIVITY].recalls, [memory_id])).get(memory_id, (0, ""))
     return json_response({
         "memory_id": memory_id, "namespace": ns, "version": row["version"], "content": row["content"],
         "status": row.get("status", "active"), "is_deleted": row["is_deleted"], "volatile": row["volatile_flag"],
         "useful_count": row["useful_count"], "not_useful_count": row["not_useful_count"],
-        "recall_count": row["recall_count"], "last_recalled_at": row["last_recalled_at"],
+        "recall_count": recalls, "last_recalled_at": last_recalled,
         "quality_score": row["quality_score"], "importance": row["importance"],
         "versions": row["version_history"]})
 

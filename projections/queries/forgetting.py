@@ -22,7 +22,7 @@ QUALITY_LOW_BELOW = 0.2
 MIN_FEEDBACK = 5
 DEFAULT_CAPACITY = 10_000
 COLUMNS = ["id", "namespace", "version", "content", "quality_score", "useful_count", "not_useful_count", "status",
-           "recall_count", "last_recalled_at", "timestamp", "tier"]
+           "timestamp", "tier"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,10 +66,15 @@ def choose(rows: list[dict[str, Any]], capacity: int = DEFAULT_CAPACITY) -> list
     return out
 
 
-def live_rows(reader: Any, namespace: str | None = None) -> list[dict[str, Any]]:
-    """The live memories (all namespaces, or one) with the columns `choose` needs (sync: run in a thread)."""
+def live_rows(reader: Any, activity: Any, namespace: str | None = None) -> list[dict[str, Any]]:
+    """The live memories (all namespaces, or one) with the columns `choose` needs, their recall
+    counts from the activity projection (sync: run in a thread)."""
     table = reader.table()
     if table is None:
         return []
     where = "is_deleted = false" + (f" AND namespace = {sql_quote(namespace)}" if namespace else "")
-    return table.search().where(where).select(COLUMNS).limit(None).to_arrow().to_pylist()
+    rows = table.search().where(where).select(COLUMNS).limit(None).to_arrow().to_pylist()
+    recalls = activity.recalls([r["id"] for r in rows])
+    for r in rows:
+        r["recall_count"], r["last_recalled_at"] = recalls.get(r["id"], (0, ""))
+    return rows
