@@ -86,6 +86,7 @@ class MemoriesProjector:
         self._writes_since_optimize = 0
         self._rows_since_optimize = 0
         self._memo: dict[str, np.ndarray] = {}  # content -> vector, filled by prepare()
+        self._maintained = False  # the first maintain always runs (it adds missing serving indexes)
 
     # ------------------------------------------------------------------ identity
 
@@ -272,6 +273,8 @@ class MemoriesProjector:
         prune versions older than `retention`; the digest is unchanged."""
         if not await self._table.exists():
             return
+        if self._maintained and not self._writes_since_optimize:
+            return  # nothing written since the last run (e.g. only recall audits): nothing to compact
         await self._recover()
         ck = await self._current()
         before = await self._table.version()
@@ -281,6 +284,7 @@ class MemoriesProjector:
         stats, version = await self._table.optimize(self.retention)
         self._writes_since_optimize = 0
         self._rows_since_optimize = 0
+        self._maintained = True
         if ck is not None and ck.table_version == before and version != before:
             # Same rows, newer version: keep the checkpoint pointing at a version that is kept.
             moved = Checkpoint(ck.projector, ck.position, version, ck.meta)
