@@ -72,6 +72,12 @@ class ServingIndex:
     def ready(self) -> bool:
         return self._state is not None
 
+    @property
+    def position(self) -> str | None:
+        """The memories checkpoint the index reflects (None while it loads)."""
+        state = self._state
+        return state.position if state is not None else None
+
     def _file_sig(self) -> tuple[int, int, int] | None:
         try:
             st = os.stat(self.directory / checkpoint_file.FILENAME)

@@ -92,7 +92,6 @@ async def recall(request: web.Request) -> web.Response:
     scope = resolve_scope(actor, namespace, include)
     await wait_for_projections(request, after, READS)
     store = request.app[STORE]
-    position = await store.checkpoint("memories")
     req = RecallRequest(query=query, namespaces=scope, top_k=top_k, min_score=min_score, diversity=diversity,
                         shared_fallback=namespace is not None and namespace != SHARED, context=context)
     service, cache = request.app[RECALL], request.app[RECALL_CACHE]
@@ -104,6 +103,10 @@ async def recall(request: web.Request) -> web.Response:
         results = [_result(h) for h in await service.recall(req)]
         if key:
             await cache.put(key, orjson.dumps(results))
+    # the projection position the answer reflects: the serving index's, saving a Redis round trip
+    index = getattr(service, "index", None)
+    position = index.position if index is not None and index.ready and index.position else \
+        await store.checkpoint("memories")
     took_ms = round((time.perf_counter() - started) * 1000, 2)
     _audit(request, actor, query, scope, results, top_k)
     return json_response({"results": results, "namespaces": scope, "position": position, "took_ms": took_ms,
