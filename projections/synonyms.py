@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-import threading
 from pathlib import Path
 
 import orjson
@@ -26,8 +25,8 @@ from events import positions
 from events.catalogue import SynonymAdded
 from events.envelope import Event
 from projections.digest import Digester
-from projections.projector import after_checkpoint, last_position
 from projections.queries.synonyms import DB_FILE, normalize_term
+from projections.sqlite_projection import SqliteProjection
 
 SCHEMA_VERSION = 1
 
@@ -39,7 +38,6 @@ CREATE TABLE IF NOT EXISTS pairs (
     namespace TEXT NOT NULL, term_key TEXT NOT NULL, synonym_key TEXT NOT NULL,
     synonym TEXT NOT NULL, position TEXT NOT NULL,
     PRIMARY KEY (namespace, term_key, synonym_key));
-CREATE TABLE IF NOT EXISTS checkpoint (projector TEXT PRIMARY KEY, position TEXT NOT NULL);
 """
 
 
@@ -53,74 +51,18 @@ def members(event: SynonymAdded) -> list[tuple[str, str]]:
     return list(out.items())
 
 
-class SynonymsProjector:
+class SynonymsProjector(SqliteProjection):
     name = "synonyms"
+    schema = _SCHEMA
+    schema_version = SCHEMA_VERSION
 
     def __init__(self, directory: Path) -> None:
-        self.directory = Path(directory)
-        self.path = self.directory / DB_FILE
-        self._conn: sqlite3.Connection | None = None
-        self._ready = False
-        self._lock = threading.Lock()
+        super().__init__(directory, DB_FILE)
 
-    # ------------------------------------------------------------------ connection
-
-    def _connect(self, *, create: bool) -> sqlite3.Connection | None:
-        if self._conn is None:
-            if not create and not self.path.exists():
-                return None
-            self.directory.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")  # WAL: atomic; a lost tail is re-applied from the log
-            self._conn = conn
-        if create and not self._ready:
-            self._conn.executescript(_SCHEMA)
-            self._conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-            self._ready = True
-        return self._conn
-
-    @staticmethod
-    def _checkpoint(conn: sqlite3.Connection) -> str | None:
-        try:
-            row = conn.execute("SELECT position FROM checkpoint WHERE projector = 'synonyms'").fetchone()
-        except sqlite3.OperationalError:  # tables not created yet
-            return None
-        return row[0] if row else None
-
-    # ------------------------------------------------------------------ protocol
-
-    async def load_checkpoint(self) -> str | None:
-        return await asyncio.to_thread(self._load_checkpoint)
-
-    def _load_checkpoint(self) -> str | None:
-        with self._lock:
-            conn = self._connect(create=False)
-            return None if conn is None else self._checkpoint(conn)
-
-    async def apply(self, events: list[Event]) -> None:
-        if events:
-            await asyncio.to_thread(self._apply, events)
-
-    def _apply(self, events: list[Event]) -> None:
-        with self._lock:
-            conn = self._connect(create=True)
-            assert conn is not None
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                checkpoint = self._checkpoint(conn)
-                fresh = after_checkpoint(events, checkpoint)
-                for ev in fresh:
-                    if isinstance(ev.data, SynonymAdded):
-                        self._fold(conn, ev)
-                pos = last_position(fresh, checkpoint)
-                if pos is not None and pos != checkpoint:
-                    conn.execute("INSERT INTO checkpoint (projector, position) VALUES ('synonyms', ?) "
-                                 "ON CONFLICT (projector) DO UPDATE SET position = excluded.position", (pos,))
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+    def _fold_batch(self, conn: sqlite3.Connection, events: list[Event]) -> None:
+        for ev in events:
+            if isinstance(ev.data, SynonymAdded):
+                self._fold(conn, ev)
 
     @staticmethod
     def _fold(conn: sqlite3.Connection, ev: Event) -> None:
@@ -147,31 +89,13 @@ class SynonymsProjector:
     def _digest(self) -> str:
         """Rows as of the checkpoint, sorted by key: additions by (ms, seq), pairs by their key."""
         d = Digester()
-        with self._lock:
-            conn = self._connect(create=False)
-            if conn is None:
-                return d.hexdigest()
-            conn.execute("BEGIN")  # one read snapshot
-            try:
-                try:
-                    adds = conn.execute("SELECT position, namespace, term, synonyms FROM additions "
-                                        "ORDER BY ms, seq").fetchall()
-                    pairs = conn.execute("SELECT namespace, term_key, synonym_key, synonym, position FROM pairs "
-                                         "ORDER BY namespace, term_key, synonym_key").fetchall()
-                except sqlite3.OperationalError:
-                    adds, pairs = [], []
-            finally:
-                conn.execute("COMMIT")
+        adds, pairs = self._snapshot(
+            "SELECT position, namespace, term, synonyms FROM additions ORDER BY ms, seq",
+            "SELECT namespace, term_key, synonym_key, synonym, position FROM pairs "
+            "ORDER BY namespace, term_key, synonym_key")
         for pos, ns, term, syns in adds:
             d.add({"t": "addition", "position": pos, "namespace": ns, "term": term, "synonyms": orjson.loads(syns)})
         for ns, term_key, syn_key, syn, pos in pairs:
             d.add({"t": "pair", "namespace": ns, "term_key": term_key, "synonym_key": syn_key, "synonym": syn,
                    "position": pos})
         return d.hexdigest()
-
-    async def close(self) -> None:
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
-                self._ready = False

@@ -5,18 +5,7 @@ recall never returns a forgotten memory."""
 from __future__ import annotations
 
 from tests.e2e.conftest import ADMIN_KEY, assert_error
-
-
-async def _commit(api, key: str, content: str, **fields) -> tuple[str, str]:
-    status, body = await api.commit(key, content, **fields)
-    assert status == 201, body
-    return body["memory_id"], body["position"]
-
-
-async def _versions(api, key: str, memory_id: str, after: str) -> dict:
-    status, body = await api.call("GET", f"/api/v1/memory/{memory_id}/versions", key, params={"after": after})
-    assert status == 200, body
-    return body
+from tests.e2e.test_feedback import _commit, _versions
 
 
 async def test_five_not_useful_down_weight_at_once_and_the_next_run_forgets(api):
