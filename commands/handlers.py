@@ -71,15 +71,12 @@ class BatchCommitted:
 
 
 @dataclass(frozen=True, slots=True)
-class Deleted:
+class Changed:
     """A versioned change of one memory (delete, deprecate, correct): its new version and position."""
 
     memory_id: str
     version: int
     position: str
-
-
-Changed = Deleted
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,7 +173,7 @@ class CommandService:
             ids = orjson.loads(res.result)["ids"]
         return BatchCommitted(list(zip(ids, res.positions)), res.position, res.duplicate)
 
-    async def delete(self, actor: Actor, cmd: DeleteMemory) -> Deleted:
+    async def delete(self, actor: Actor, cmd: DeleteMemory) -> Changed:
         return await self._versioned(cmd.memory_id, lambda current: decide_delete(actor, cmd, current), "delete")
 
     async def deprecate(self, actor: Actor, cmd: DeprecateMemory) -> Changed:

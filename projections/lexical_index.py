@@ -23,7 +23,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["BM25Params", "LexicalIndex", "masked", "top_live"]
+from projections.topk import top_hits
+
+__all__ = ["BM25Params", "LexicalIndex"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,24 +109,10 @@ class LexicalIndex:
     def search(self, terms: list[str], k: int, live: np.ndarray) -> list[tuple[int, float]]:
         """The `k` best (slot, score) among slots where `live` is true, best first (ties by slot)."""
         scores = self.scores(terms)
-        return [] if scores is None else top_live(scores, k, live)
+        if scores is None or k <= 0:
+            return []
+        m = min(len(scores), len(live))
+        scores[:m][~live[:m]] = 0.0
+        scores[m:] = 0.0
+        return top_hits(None, scores, k)
 
-
-def masked(scores: np.ndarray, live: np.ndarray) -> np.ndarray:
-    """`scores` with every slot that is not live set to 0 (in place; returned for chaining)."""
-    m = min(len(scores), len(live))
-    scores[:m][~live[:m]] = 0.0
-    scores[m:] = 0.0
-    return scores
-
-
-def top_live(scores: np.ndarray, k: int, live: np.ndarray) -> list[tuple[int, float]]:
-    """The `k` best positive (slot, score) among live slots, best first (ties by slot)."""
-    if k <= 0:
-        return []
-    masked(scores, live)
-    hits = np.flatnonzero(scores > 0.0)
-    if len(hits) > k:
-        hits = hits[np.argpartition(-scores[hits], k - 1)[:k]]
-    ranked = sorted(((int(s), float(scores[s])) for s in hits), key=lambda h: (-h[1], h[0]))
-    return ranked[:k]

@@ -38,7 +38,7 @@ from projections.errors import RebuildRequired
 from projections.lance import LanceTable, WriterLock, vectors_from_arrow, vectors_to_arrow
 from projections.memory_fold import fold
 from projections.memory_rows import (
-    FILTER_COLUMNS, SCALAR_COLUMNS, SCHEMA_VERSION, SEARCH_TEXT, TABLE, memories_schema, memory_id_of, memory_ids_of,
+    FILTER_COLUMNS, SCALAR_COLUMNS, SCHEMA_VERSION, SEARCH_TEXT, TABLE, memories_schema, memory_id_of,
 )
 from projections.projector import after_checkpoint, last_position
 from projections.text import FTS_CONFIG
@@ -185,7 +185,7 @@ class MemoriesProjector:
         if not fresh:
             return
         started = time.perf_counter()
-        folded = [e for e in fresh if memory_ids_of(e)]
+        folded = [e for e in fresh if memory_id_of(e) is not None]
         rows, upsert = await self._fold(folded) if folded else ([], False)
         if rows:
             await self._embed_missing(rows)
@@ -205,17 +205,18 @@ class MemoriesProjector:
 
     async def _fold(self, events: list[Event]) -> tuple[list[Row], bool]:
         """Fold in memory; returns (changed rows, whether any of them already exists in the table)."""
-        ids = list(dict.fromkeys(mid for e in events for mid in memory_ids_of(e)))
+        ids = list(dict.fromkeys(memory_id_of(e) for e in events))
         existing = await self._fetch(ids)  # type: ignore[arg-type]
         work: dict[str, Row] = dict(existing)
         changed: dict[str, None] = {}
         for e in events:
-            for mid in memory_ids_of(e):
-                row = fold(work.get(mid), e, self.embedder.model_id, mid)
-                if row is None:  # redelivered (at or before the row's high-water), or an unknown memory
-                    continue
-                work[mid] = row
-                changed[mid] = None
+            mid = memory_id_of(e)
+            assert mid is not None
+            row = fold(work.get(mid), e, self.embedder.model_id)
+            if row is None:  # redelivered (at or before the row's high-water), or an unknown memory
+                continue
+            work[mid] = row
+            changed[mid] = None
         rows = [work[m] for m in changed]
         return rows, any(m in existing for m in changed)
 

@@ -97,10 +97,10 @@ def op_of(event: Event, state: MemoryState | None) -> Op | None:
     return None
 
 
-def fold(row: dict[str, Any] | None, event: Event, model: str, memory_id: str) -> dict[str, Any] | None:
-    """Memory `memory_id`'s row after `event` (None when the event changes nothing: an unknown
+def fold(row: dict[str, Any] | None, event: Event, model: str) -> dict[str, Any] | None:
+    """The row of `event`'s memory after it (None when the event changes nothing: an unknown
     memory, a redelivery)."""
-    mid = memory_id
+    mid = event.data.memory_id
     state = state_of(row) if row is not None else None
     op = op_of(event, state)
     if op is None:

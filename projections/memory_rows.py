@@ -66,8 +66,3 @@ def memory_id_of(event: Event) -> str | None:
         return event.data.memory_id
     return None
 
-
-def memory_ids_of(event: Event) -> tuple[str, ...]:
-    """Every memory a folded event touches (recall counts are the activity projection's)."""
-    mid = memory_id_of(event)
-    return (mid,) if mid is not None else ()

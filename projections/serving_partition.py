@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 
 from projections.lexical_index import BM25Params, LexicalIndex
-from projections.vector_index import Ivf, IvfParams, exact_top, top_hits, train_ivf
+from projections.topk import top_hits
+from projections.vector_index import Ivf, IvfParams, exact_top, train_ivf
 
 __all__ = ["COMPACT_MIN_DEAD", "SESSION_GAP_MS", "Partition"]
 
