@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from gateway.app import create_app
+from gateway.appkeys import AUDIT
 from gateway.settings import Settings
 from projections.embedding import CachedEmbedder, LocalUSEEmbedder
 
@@ -52,6 +53,8 @@ class Api:
         return await self.call("POST", "/api/v1/recall", key, json={"query": query, **fields})
 
     async def log_length(self) -> int:
+        """Events in the log, counting the buffered recall.served audits (appended asynchronously)."""
+        await self.client.app[AUDIT].flush()
         status, body = await self.call("GET", "/api/v1/stats")
         assert status == 200
         return body["events"]["total"]
