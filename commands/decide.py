@@ -11,17 +11,18 @@ from commands.errors import Conflict, Forbidden, InvalidCommand, NotFound
 from commands.model import (
     Actor, AddSynonyms, CommitMemory, CorrectMemory, DeleteMemory, DeprecateMemory, GiveFeedback, RegisterAgent,
 )
-from commands.vocabulary import EPHEMERAL_SUFFIX, MAIN_SUFFIX, SHARED_NAMESPACE
 from events import keys
 from events.catalogue import (
-    AgentRegistered, MemoryCommitted, MemoryCorrected, MemoryDeleted, MemoryDeprecated, MemoryFeedback, MemoryForgotten,
-    SynonymAdded, new_event,
+    AgentRegistered, MemoryCommitted, MemoryCorrected, MemoryDeleted, MemoryDeprecated, MemoryDownweighted,
+    MemoryFeedback, MemoryForgotten, SynonymAdded, new_event,
 )
-from projections.queries.forgetting import ForgetCandidate
 from events.envelope import Event
 from events.indexes import Guard
 from events.store import AgentIndex, MemoryIndex
+from events.vocabulary import EPHEMERAL_SUFFIX, MAIN_SUFFIX, SHARED_NAMESPACE
+from projections.queries.forgetting import ForgetCandidate
 from projections.queries.synonyms import normalize_term
+from projections.queries.time_rules import Due
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +136,20 @@ def decide_forget(candidates: list[ForgetCandidate], *, by: str) -> Decision:
     events = [new_event(MemoryForgotten(c.memory_id, c.namespace, c.version + 1, c.reason, c.content),
                         ns=c.namespace, agent="system", by=by) for c in candidates]
     return Decision(events, [Guard.memory_version(c.memory_id, c.version) for c in candidates])
+
+
+def decide_deadline_deprecations(due: list[Due], *, by: str = "scheduler") -> Decision:
+    """Quality deadline (seed 3.2.1): deprecate each memory, guarded by the version it was chosen at."""
+    events = [new_event(MemoryDeprecated(d.memory_id, d.namespace, d.version + 1, d.reason),
+                        ns=d.namespace, agent="system", by=by) for d in due]
+    return Decision(events, [Guard.memory_version(d.memory_id, d.version) for d in due])
+
+
+def decide_downweights(due: list[Due], factor: float, *, by: str = "scheduler") -> Decision:
+    """Stale rule (seed 3.3.1 rule 4): set the importance factor, guarded by the version it was chosen at."""
+    events = [new_event(MemoryDownweighted(d.memory_id, d.namespace, factor, d.reason),
+                        ns=d.namespace, agent="system", by=by) for d in due]
+    return Decision(events, [Guard.memory_version(d.memory_id, d.version) for d in due])
 
 
 def decide_add_synonyms(cmd: AddSynonyms) -> Event:

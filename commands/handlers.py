@@ -191,19 +191,26 @@ class CommandService:
     async def forget(self, plan, *, by: str = "admin") -> Forgot:
         """Run `plan()` (the forget candidates, read from the projection) and append one
         `memory.forgotten` per candidate; when a memory changed meanwhile, plan again."""
+        chosen, position = await self.planned(plan, lambda cands: decide_forget(cands, by=by), "forget")
+        return Forgot(chosen, position)
+
+    async def planned(self, plan, decide, what: str) -> tuple[list, str]:
+        """Run `plan()` (memories chosen from a projection, each with the version it was chosen
+        at), append `decide(chosen)` guarded by those versions; when one changed meanwhile, plan
+        again. Returns (chosen, position); ([], "") when nothing was chosen."""
         for attempt in range(DELETE_RETRIES):
-            candidates = await plan()
-            if not candidates:
-                return Forgot([], "")
-            decision = decide_forget(candidates, by=by)
+            chosen = await plan()
+            if not chosen:
+                return [], ""
+            decision: Decision = decide(chosen)
             try:
                 res = await self.store.append(decision.events, guards=decision.guards)
             except GuardFailed:
-                log.info("forget.retry", attempt=attempt)
+                log.info(f"{what}.retry", attempt=attempt)
                 continue
-            log.info("forget.done", forgotten=len(candidates), position=res.position)
-            return Forgot(candidates, res.position)
-        raise Conflict("memories are changing too fast for a forget run; retry", {}, code="version_conflict")
+            log.info(f"{what}.done", events=len(decision.events), position=res.position)
+            return chosen, res.position
+        raise Conflict(f"memories are changing too fast for a {what} run; retry", {}, code="version_conflict")
 
     async def _versioned(self, memory_id: str, decide, what: str) -> Changed:
         """Decide on the current version and append guarded by it; on a race, decide again."""

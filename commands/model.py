@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from commands.vocabulary import EPHEMERAL_SUFFIX, SHARED_NAMESPACE
+from events.vocabulary import EPHEMERAL_SUFFIX, SHARED_NAMESPACE
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ from commands.model import (
     AddSynonyms, BatchCommit, CommitMemory, CorrectMemory, DeleteMemory, DeprecateMemory, GiveFeedback, Limits,
     RegisterAgent,
 )
-from commands.vocabulary import (
+from events.vocabulary import (
     CATEGORIES, DECAY_CLASS_BY_CATEGORY, DECAY_CLASSES, DEFAULT_CATEGORY, DEFAULT_SOURCE, DEFAULT_TIER, KINDS,
     TIERS,
 )

@@ -10,6 +10,11 @@ Types registered so far:
 - ``memory.committed`` — a finished memory (L1/L2/L3 by ``kind``) was stored, with the id the
   handler generated and every field the agent gave or that was defaulted at the edge.
 - ``memory.deleted`` — a memory was soft-deleted (``is_deleted``); ``version`` is its new version.
+- ``memory.feedback`` / ``memory.deprecated`` / ``memory.corrected`` / ``memory.forgotten`` /
+  ``memory.marked_stale`` / ``memory.quality_dropped`` / ``memory.quality_recovered`` /
+  ``memory.downweighted`` / ``memory.validated`` — the learning side of a memory (feedback counts,
+  new versions with provenance, forget-run evictions into the tombstones, notices and time-driven
+  decisions of the reactions and the scheduler); documented on each class.
 - ``recall.served`` — an audit record of one recall: the query, the namespaces searched, the
   result ids and their scores. Appended asynchronously after the response.
 - ``synonym.added`` — the admin declared ``term`` and ``synonyms`` mutually synonymous (one
@@ -193,6 +198,71 @@ class MemoryForgotten:
     reason: str                  # quality_low | deprecated | lru | merged
     content_snapshot: str = ""
     merged_into: str = ""
+
+
+@event_type("memory.marked_stale")
+@dataclass(frozen=True, slots=True)
+class MemoryMarkedStale:
+    """The memory may be outdated (freshness=stale; a new version, the reason in its history):
+    decided by a reaction (the correction cascade) or an admin, never by a projector."""
+
+    memory_id: str
+    namespace: str
+    version: int
+    reason: str
+    caused_by: str = ""          # the memory whose change made this one stale, if any
+
+
+@event_type("memory.quality_dropped")
+@dataclass(frozen=True, slots=True)
+class MemoryQualityDropped:
+    """Notice (seed 3.2.1): quality < 0.3 with >= 5 feedback. The quality deadline counts 7 days
+    from this event; the memory's version stays."""
+
+    memory_id: str
+    namespace: str
+    quality_score: float
+    feedback: int
+
+
+@event_type("memory.quality_recovered")
+@dataclass(frozen=True, slots=True)
+class MemoryQualityRecovered:
+    """Feedback lifted a noticed memory back to quality >= 0.3: its quality deadline is off."""
+
+    memory_id: str
+    namespace: str
+    quality_score: float
+
+
+@event_type("memory.downweighted")
+@dataclass(frozen=True, slots=True)
+class MemoryDownweighted:
+    """A time-driven rule set the memory's importance factor (seed 3.3.1 rule 4: stale and not
+    recalled for 180 days -> 0.1); decided by the scheduler (the event time is when)."""
+
+    memory_id: str
+    namespace: str
+    factor: float
+    reason: str
+
+
+@event_type("memory.validated")
+@dataclass(frozen=True, slots=True)
+class MemoryValidated:
+    """PassiveValidator (seed 3.3.4): a later commit confirmed this memory. `level` P1 (shared
+    entities), P2 (shared keywords), P3 (content overlap >= 0.25) or P3_accumulated (three partial
+    overlaps); `delta` is added to its confidence (capped at 1.0 when read)."""
+
+    memory_id: str
+    namespace: str
+    level: str
+    delta: float
+    evidence_memory_id: str
+    evidence: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "evidence", tuple(self.evidence))
 
 
 @event_type("recall.served")

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from events import keys
 from events.catalogue import (
     AgentRegistered, MemoryCommitted, MemoryCorrected, MemoryDeleted, MemoryDeprecated, MemoryForgotten,
+    MemoryMarkedStale, MemoryQualityDropped, MemoryQualityRecovered,
 )
 from events.envelope import Event
 
@@ -45,8 +46,10 @@ def index_ops(event: Event) -> list[HSet]:
                      {"version": "1", "ns": d.namespace, "agent": event.agent, "deleted": "0"})]
     if isinstance(d, (MemoryDeleted, MemoryForgotten)):
         return [HSet(keys.memory(d.memory_id), {"version": str(d.version), "deleted": "1"})]
-    if isinstance(d, (MemoryCorrected, MemoryDeprecated)):
+    if isinstance(d, (MemoryCorrected, MemoryDeprecated, MemoryMarkedStale)):
         return [HSet(keys.memory(d.memory_id), {"version": str(d.version)})]
+    if isinstance(d, (MemoryQualityDropped, MemoryQualityRecovered)):  # the open notice, for the quality policy
+        return [HSet(keys.memory(d.memory_id), {"notice": "1" if isinstance(d, MemoryQualityDropped) else "0"})]
     if isinstance(d, AgentRegistered):
         return [
             HSet(keys.agent(d.agent_id), {"main": d.main_namespace, "ephemeral": d.ephemeral_namespace,

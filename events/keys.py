@@ -65,3 +65,8 @@ def heartbeat(instance_id: str) -> str:
 
 INDEX_PATTERNS = (PREFIX + "agent:*", PREFIX + "mem:*")
 """Patterns of the per-entity write-side index keys (for rebuilding them)."""
+
+
+def validator_partials(memory_id: str) -> str:
+    """Sorted set of the commits that partially overlapped a memory (PassiveValidator P3)."""
+    return f"{PREFIX}validator:p3:{memory_id}"

@@ -7,10 +7,11 @@ import time
 import structlog
 from aiohttp import web
 
-from gateway.appkeys import EMBEDDER, SETTINGS
+from events.clock import SystemClock
+from gateway.appkeys import CLOCK, EMBEDDER, SETTINGS
 from gateway.auth import PRINCIPAL, auth_middleware
 from gateway.errors import error_middleware
-from gateway.handlers import admin, agents, evaluation, feedback, memories, recall, synonyms, system
+from gateway.handlers import admin, agents, evaluation, feedback, memories, recall, synonyms, system, tombstones
 from gateway.runtime import resources
 from gateway.settings import Settings
 
@@ -28,8 +29,9 @@ async def access_log_middleware(request: web.Request, handler) -> web.StreamResp
     return response
 
 
-def create_app(settings: Settings, *, embedder=None) -> web.Application:
-    """Build the app. `embedder` may be injected (tests share one loaded model); else settings choose it."""
+def create_app(settings: Settings, *, embedder=None, clock=None) -> web.Application:
+    """Build the app. `embedder` may be injected (tests share one loaded model); else settings choose it.
+    `clock` (events.clock) is the scheduler's and the query-time scores' now; the system clock by default."""
     app = web.Application(
         client_max_size=settings.max_body_bytes,
         middlewares=[access_log_middleware, error_middleware, auth_middleware],
@@ -37,7 +39,8 @@ def create_app(settings: Settings, *, embedder=None) -> web.Application:
     app[SETTINGS] = settings
     if embedder is not None:
         app[EMBEDDER] = embedder
+    app[CLOCK] = clock if clock is not None else SystemClock()
     app.cleanup_ctx.append(resources)
-    for module in (system, agents, memories, feedback, admin, recall, synonyms, evaluation):
+    for module in (system, agents, memories, feedback, admin, tombstones, recall, synonyms, evaluation):
         app.add_routes(module.routes())
     return app

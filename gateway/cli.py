@@ -60,7 +60,9 @@ def build_settings(args: argparse.Namespace, redis_url: str, *, api_key: str = "
         local_rerank=_env_flag("ZHIYI_LOCAL_RERANK"),
         recall_cache_ttl_s=int(os.environ.get("ZHIYI_RECALL_CACHE_TTL", "3600")),
         forget_capacity=int(os.environ.get("ZHIYI_FORGET_CAPACITY", "10000")),
+        tick_interval_s=float(os.environ.get("ZHIYI_TICK_INTERVAL_S", "3600")),
         run_projectors=run_projectors,
+        run_reactions=run_projectors and not _env_flag("ZHIYI_NO_REACTIONS"),
         projectors_only=only,
         log_json=_env_flag("ZHIYI_LOG_JSON"),
     )
@@ -150,6 +152,13 @@ def cmd_events(args: argparse.Namespace) -> int:
         return 0
 
 
+def cmd_tick(args: argparse.Namespace) -> int:
+    from gateway.cli_tick import run_tick_command
+
+    settings = build_settings(args, _redis_url(args))
+    return asyncio.run(run_tick_command(args, settings, sys.stdout, sys.stderr))
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     from gateway.cli_eval import run_eval_command
 
@@ -194,6 +203,10 @@ def parser() -> argparse.ArgumentParser:
 
     add_eval_parser(sub, parents=[common])
     sub.choices["eval"].set_defaults(func=cmd_eval)
+    from gateway.cli_tick import add_tick_parser
+
+    add_tick_parser(sub, parents=[common])
+    sub.choices["tick"].set_defaults(func=cmd_tick)
     sub.choices["events"].set_defaults(func=cmd_events)
     return p
 

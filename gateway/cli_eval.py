@@ -101,6 +101,7 @@ async def run_eval_command(args: argparse.Namespace, settings: Settings, out: Te
     from gateway.handlers.evaluation import report_json, scope_resolver
     from projections.queries.eval_log import history
     from gateway.runtime import build_recall
+    from projections.queries.activity import ActivityReader
     from projections.queries.synonyms import SynonymsReader
     from projections.reader import MemoriesReader
     from projections.registry import projection_dir
@@ -112,6 +113,7 @@ async def run_eval_command(args: argparse.Namespace, settings: Settings, out: Te
     reranker = None
     recaller = None
     synonyms = SynonymsReader(projection_dir(settings.data_dir, "synonyms"))
+    activity = ActivityReader(projection_dir(settings.data_dir, "activity"))
     try:
         if args.eval_command == "history":
             data = await history(store, args.limit)
@@ -121,7 +123,7 @@ async def run_eval_command(args: argparse.Namespace, settings: Settings, out: Te
         reader = MemoriesReader(projection_dir(settings.data_dir, "memories"))
         embedder = _embedder(settings) if args.eval_command == "run" else None
         if embedder is not None:
-            recaller, reranker = build_recall(settings, reader, embedder, synonyms)
+            recaller, reranker = build_recall(settings, reader, embedder, synonyms, activity=activity)
             await recaller.index.wait_ready()
         else:
             recaller = None
@@ -151,6 +153,7 @@ async def run_eval_command(args: argparse.Namespace, settings: Settings, out: Te
         return 2
     finally:
         synonyms.close()
+        activity.close()
         if reader is not None:
             reader.close()
         if embedder is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from commands.vocabulary import CATEGORIES, DECAY_CLASSES, KINDS, TIERS
+from events.vocabulary import CATEGORIES, DECAY_CLASSES, KINDS, TIERS
 from gateway import openapi_eval, openapi_feedback
 
 
@@ -74,6 +74,9 @@ SCHEMAS: dict[str, Any] = {
         "context": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.6,
                     "description": "weight of context neighbours (memories the same agent committed just "
                                    "before/after, within 30 min) in the lexical score; 0 = off"},
+        "importance_weight": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.2,
+                              "description": "weight of each memory's standing (importance, quality) in its "
+                                             "score: relevance x (1 + w x (standing - 0.5)); 0 = relevance only"},
         "cache": {"type": "boolean", "default": True, "description": "use the search cache (TTL 1 h)"},
         "after": POSITION, "agent_id": {"type": "string"}}},
     "RecallResult": {"type": "object", "properties": {
@@ -85,8 +88,11 @@ SCHEMAS: dict[str, Any] = {
         "similarity": {"type": "number", "description": "cosine between the query and the memory"},
         "fallback": {"type": "string", "enum": ["shared"],
                      "description": "added by the shared fallback (score counted half)"},
+        "importance": {"type": "number", "description": "factor x recency (half-life 90 d) x (1 + ln(1 + recalls))"},
+        "quality_score": {"type": "number", "description": "useful / (useful + not useful); 0.5 without feedback"},
+        "confidence": {"type": "number", "description": "source trust + PassiveValidator confirmations, <= 1"},
         "warnings": {"type": "array", "items": {"type": "string"},
-                     "description": "stale or volatile memory notes"}}},
+                     "description": "stale, volatile, low_quality or deprecated memory notes"}}},
     "RecallResponse": {"type": "object", "properties": {
         "results": {"type": "array", "items": _ref("RecallResult")},
         "namespaces": {"type": "array", "items": {"type": "string"}},
@@ -128,6 +134,7 @@ def openapi_document() -> dict:
         {"name": "min_score", "in": "query", "schema": {"type": "number"}},
         {"name": "diversity", "in": "query", "schema": {"type": "number", "minimum": 0, "maximum": 1}},
         {"name": "context", "in": "query", "schema": {"type": "number", "minimum": 0, "maximum": 1}},
+        {"name": "importance_weight", "in": "query", "schema": {"type": "number", "minimum": 0, "maximum": 1}},
         {"name": "cache", "in": "query", "schema": {"type": "boolean"}},
         {"name": "after", "in": "query", "schema": POSITION},
         {"name": "agent_id", "in": "query", "schema": {"type": "string"}},

@@ -1,5 +1,5 @@
-"""OpenAPI fragments for feedback, corrections, the versions endpoint and forget runs (merged into
-`gateway.openapi.openapi_document`)."""
+"""OpenAPI fragments for feedback, corrections, the versions endpoint, forget runs and tombstones
+(merged into `gateway.openapi.openapi_document`)."""
 
 from __future__ import annotations
 
@@ -35,7 +35,14 @@ SCHEMAS: dict[str, Any] = {
         "useful_count": {"type": "integer"}, "not_useful_count": {"type": "integer"},
         "recall_count": {"type": "integer"}, "last_recalled_at": {"type": "string"},
         "quality_score": {"type": "number"},
-        "importance": {"type": "number", "description": "stored factor: 0.5 after a quality drop"},
+        "quality_notice_at": {"type": "string", "description": "when the open quality notice was raised, or ''"},
+        "importance_factor": {"type": "number", "description": "stored: 0.5 while quality is low, 0.1 after "
+                              "the 180-day stale rule"},
+        "importance": {"type": "number", "description": "now: factor x recency x (1 + ln(1 + recall_count))"},
+        "decay": {"type": "number", "description": "linear decay by decay_class now (core: 1.0)"},
+        "freshness": {"type": "string", "enum": ["fresh", "stale", "verified"]},
+        "confidence": {"type": "number"}, "tier": {"type": "string"}, "decay_class": {"type": "string"},
+        "source": {"type": "string"}, "updated_at": {"type": "string"},
         "versions": {"type": "array", "items": {"type": "object", "properties": {
             "version": {"type": "integer"}, "content": {"type": "string"}, "updated_by": {"type": "string"},
             "source": {"type": "string"}, "trigger": {"type": "string"}, "reason": {"type": "string"},
@@ -53,8 +60,52 @@ SCHEMAS["ForgetResponse"] = {"type": "object", "properties": {
         "reason": {"type": "string", "enum": ["quality_low", "deprecated", "lru"]}}}},
     "count": {"type": "integer"}, "capacity": {"type": "integer"}, "dry_run": {"type": "boolean"},
     "position": {"type": "string", "description": "of the last memory.forgotten ('' when none)"}}}
+SCHEMAS["TickRequest"] = {"type": "object", "properties": {
+    "capacity": {"type": "integer", "minimum": 1, "description": "for the forget run (default ZHIYI_FORGET_CAPACITY)"},
+    "dry_run": {"type": "boolean", "default": False, "description": "answer what would be decided, append nothing"}}}
+_DUE = {"type": "array", "items": {"type": "object", "properties": {
+    "memory_id": {"type": "string"}, "namespace": {"type": "string"}, "reason": {"type": "string"}}}}
+SCHEMAS["TickResponse"] = {"type": "object", "properties": {
+    "now": {"type": "string", "format": "date-time", "description": "the scheduler clock's now"},
+    "deprecated": {**_DUE, "description": "quality deadline: still low 7 days after the notice"},
+    "downweighted": {**_DUE, "description": "stale and not recalled for 180 days: importance factor 0.1"},
+    "forgotten": SCHEMAS["ForgetResponse"]["properties"]["forgotten"],
+    "capacity": {"type": "integer"}, "dry_run": {"type": "boolean"},
+    "position": {"type": "string", "description": "of the last event appended ('' when none)"}}}
+SCHEMAS["Tombstone"] = {"type": "object", "properties": {
+    "id": {"type": "string", "description": "uuid5 of original_id: one tombstone per memory (the first eviction)"},
+    "original_id": {"type": "string", "description": "the evicted memory"},
+    "content_snapshot": {"type": "string", "description": "its content at eviction"},
+    "namespace": {"type": "string"},
+    "reason": {"type": "string", "enum": ["quality_low", "deprecated", "lru", "merged"]},
+    "merged_into": {"type": "string", "description": "the target memory when merged, else ''"},
+    "deleted_at": {"type": "string", "format": "date-time", "description": "time of the memory.forgotten event"},
+    "version": {"type": "integer", "description": "the memory's version the eviction made"},
+    "position": POSITION}}
+SCHEMAS["TombstonesResponse"] = {"type": "object", "properties": {
+    "tombstones": {"type": "array", "items": _ref("Tombstone"), "description": "newest first (deleted_at, id)"},
+    "count": {"type": "integer", "description": "tombstones matching the filters in all (before limit/offset)"},
+    "position": {"type": ["string", "null"], "description": "the tombstones projection's checkpoint"}}}
+
+_TOMBSTONE_QUERY = [
+    {"name": "namespace", "in": "query", "schema": {"type": "string"}},
+    {"name": "memory_id", "in": "query", "schema": _MEMORY_ID, "description": "the evicted memory's id"},
+    {"name": "reason", "in": "query", "schema": {"type": "string", "enum": ["quality_low", "deprecated", "lru",
+                                                                            "merged"]}},
+    {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}},
+    {"name": "offset", "in": "query", "schema": {"type": "integer", "minimum": 0, "default": 0}},
+    {"name": "after", "in": "query", "schema": POSITION},
+    {"name": "X-Zhiyi-After", "in": "header", "required": False, "schema": POSITION}]
 
 PATHS: dict[str, Any] = {
+    "/api/v1/admin/tick": {"post": {
+        "summary": "Scheduler run now (admin): 7-day quality deadline, 180-day stale rule, then a forget run",
+        "requestBody": _body("TickRequest", required=False),
+        "responses": {"200": _json(_ref("TickResponse")), **_errors("400", "401", "403", "409", "504")}}},
+    "/api/v1/admin/tombstones": {"get": {
+        "summary": "Tombstones (admin): memories evicted by forget runs, with their content at eviction",
+        "parameters": _TOMBSTONE_QUERY,
+        "responses": {"200": _json(_ref("TombstonesResponse")), **_errors("400", "401", "403", "504")}}},
     "/api/v1/admin/forget": {"post": {
         "summary": "Forget run (admin): quality_low, deprecated, then LRU above the per-namespace capacity",
         "requestBody": _body("ForgetRequest", required=False),

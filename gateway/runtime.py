@@ -11,13 +11,16 @@ from aiohttp import web
 
 from commands.evaluation import EvalService
 from commands.handlers import CommandService
+from commands.reactions.quality import QualityNoticePolicy
+from commands.reactions.runner import ReactionsRunner
+from commands.reactions.validator import PassiveValidatorPolicy
+from commands.scheduler import Scheduler
 from events.cache import RecallCache
 from events.redis_client import connect
 from events.store import EventStore
 from gateway.appkeys import (
-    ACTIVITY, AUDIT, BACKGROUND, COMMANDS, EMBEDDER, EVAL, PROJECTORS, READER, RECALL, RECALL_CACHE, RERANKER,
-    RUNNER_TASKS,
-    SETTINGS, STOPPING, STORE, SYNONYMS, WAITER,
+    ACTIVITY, AUDIT, BACKGROUND, CLOCK, COMMANDS, EMBEDDER, EVAL, PROJECTORS, REACTIONS, READER, RECALL, RECALL_CACHE,
+    RERANKER, RUNNER_TASKS, SCHEDULER, SETTINGS, STOPPING, STORE, SYNONYMS, TOMBSTONES, WAITER,
 )
 from gateway.audit import AuditWriter
 from gateway.settings import Settings
@@ -25,6 +28,7 @@ from projections.embedding import make_embedder
 from projections.queries.activity import ActivityReader
 from projections.queries.recall import RecallService
 from projections.queries.synonyms import SynonymsReader
+from projections.queries.tombstones import TombstonesReader
 from projections.reader import MemoriesReader
 from projections.registry import NAMES, make_projectors, projection_dir
 from projections.rerank import make_reranker
@@ -35,13 +39,15 @@ from projections.waiter import CheckpointWaiter
 log = structlog.get_logger(__name__)
 
 
-def build_recall(settings: Settings, reader: MemoriesReader, embedder, synonyms) -> tuple[RecallService, object]:
+def build_recall(settings: Settings, reader: MemoriesReader, embedder, synonyms, *, activity=None,
+                 clock=None) -> tuple[RecallService, object]:
     """The recall service as the gateway serves it (the CLI's `zhiyi eval` builds the same), and its
     reranker (None unless one is configured). The caller closes both (`recaller.index.close()`)."""
     reranker = (make_reranker(settings.rerank_endpoint, settings.rerank_api_key, settings.rerank_model)
                 if settings.rerank_endpoint or settings.local_rerank else None)
     index = ServingIndex(projection_dir(settings.data_dir, "memories"))
-    return RecallService(reader, embedder, synonyms=synonyms, reranker=reranker, index=index), reranker
+    return RecallService(reader, embedder, synonyms=synonyms, reranker=reranker, index=index, activity=activity,
+                         clock=clock), reranker
 
 
 async def _warm_up(embedder) -> None:
@@ -69,7 +75,9 @@ async def resources(app: web.Application) -> AsyncIterator[None]:
     app[COMMANDS] = CommandService(store, settings.limits)
     app[SYNONYMS] = SynonymsReader(projection_dir(settings.data_dir, "synonyms"))
     app[ACTIVITY] = ActivityReader(projection_dir(settings.data_dir, "activity"))
-    app[RECALL], reranker = build_recall(settings, reader, embedder, app[SYNONYMS])
+    app[TOMBSTONES] = TombstonesReader(projection_dir(settings.data_dir, "tombstones"))
+    app[RECALL], reranker = build_recall(settings, reader, embedder, app[SYNONYMS], activity=app[ACTIVITY],
+                                         clock=app[CLOCK])
     app[RERANKER] = reranker
     app[RECALL_CACHE] = RecallCache(redis, settings.recall_cache_ttl_s)
     app[EVAL] = EvalService(store, app[RECALL], reader)
@@ -92,6 +100,17 @@ async def resources(app: web.Application) -> AsyncIterator[None]:
             runner = ProjectionRunner(store, p, notify=waiter.notify)
             app[RUNNER_TASKS].append(asyncio.create_task(runner.run(app[STOPPING]), name=f"projector:{p.name}"))
         log.info("projectors.started", names=[p.name for p in projectors])
+    app[SCHEDULER] = Scheduler(store, app[COMMANDS], reader, app[ACTIVITY], waiter, app[CLOCK],
+                               capacity=settings.forget_capacity, wait_s=settings.projection_wait_s)
+    app[REACTIONS] = None
+    if settings.run_reactions:
+        policies = [QualityNoticePolicy(reader, redis), PassiveValidatorPolicy(app[RECALL], reader, redis)]
+        app[REACTIONS] = ReactionsRunner(store, policies, consumer=settings.instance_id, waiter=waiter)
+        app[RUNNER_TASKS].append(asyncio.create_task(app[REACTIONS].run(app[STOPPING]), name="reactions"))
+        log.info("reactions.started", policies=[p.name for p in policies])
+    if settings.run_projectors and settings.tick_interval_s > 0:
+        app[RUNNER_TASKS].append(asyncio.create_task(
+            app[SCHEDULER].run(app[STOPPING], settings.tick_interval_s), name="scheduler"))
     try:
         yield
     finally:
@@ -112,6 +131,7 @@ async def resources(app: web.Application) -> AsyncIterator[None]:
                 await reranker.close()
         app[SYNONYMS].close()
         app[ACTIVITY].close()
+        app[TOMBSTONES].close()
         if owns_embedder:
             with contextlib.suppress(Exception):
                 embedder.close()

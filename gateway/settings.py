@@ -27,7 +27,9 @@ class Settings:
     local_rerank: bool = False           # ZHIYI_LOCAL_RERANK=1: the e5 re-scorer (slow on small CPUs)
     recall_cache_ttl_s: int = 3600       # recall.cache_ttl_seconds; 0 disables the search cache
     forget_capacity: int = 10_000        # live memories per namespace above which a forget run evicts (LRU)
+    tick_interval_s: float = 3600.0      # ZHIYI_TICK_INTERVAL_S: scheduler period (time rules, forget run); 0: off
     run_projectors: bool = True
+    run_reactions: bool = True           # the reactions runner (policies) beside the projectors
     projectors_only: tuple[str, ...] = ()
     projection_wait_s: float = 5.0
     max_body_bytes: int = 64 * 1024 * 1024

@@ -200,15 +200,16 @@ class LanceTable:
         """Append (every key new) or upsert by key in one commit; returns the new table version."""
         table = await self.open(create=True)
         if upsert:
-            res = await (table.merge_insert(self.key).when_matched_update_all()
-                         .when_not_matched_insert_all().execute(data))
+            await (table.merge_insert(self.key).when_matched_update_all()
+                   .when_not_matched_insert_all().execute(data))
         else:
-            res = await table.add(data)
+            await table.add(data)
         if self._tail is not None:
             self._tail.update(data.column(self.key).to_pylist())
-        version = int(getattr(res, "version", 0) or await table.version())
         await self._ensure_index(table)
-        return version
+        # the version after any index built just now: a checkpoint naming the pre-index version would
+        # make the next writer's recovery roll the index back (and rebuild it)
+        return int(await table.version())
 
     async def _ensure_index(self, table: Any) -> None:
         """A BTree scalar index on the key and the Bitmap ones, created once the table has rows."""

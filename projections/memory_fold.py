@@ -18,13 +18,15 @@ from typing import Any
 import orjson
 
 from events import positions
+from events.vocabulary import source_trust
 from events.catalogue import (
-    MemoryCommitted, MemoryCorrected, MemoryDeleted, MemoryDeprecated, MemoryFeedback, MemoryForgotten,
+    MemoryCommitted, MemoryCorrected, MemoryDeleted, MemoryDeprecated, MemoryDownweighted, MemoryFeedback,
+    MemoryForgotten, MemoryMarkedStale, MemoryQualityDropped, MemoryQualityRecovered, MemoryValidated,
 )
 from events.envelope import Event
 from events.hlc import HLC, iso_from_ms
 from projections.memory_state import (
-    COUNTERS, Committed, Corrected, Counted, Deleted, FieldsSet, Forgotten, HistoryEntry, MemoryState, Op, Register,
+    Committed, Corrected, Counted, Deleted, FieldsSet, Forgotten, HistoryEntry, MemoryState, Op, Register,
     Stamp, apply,
 )
 from projections.text import index_text
@@ -44,6 +46,8 @@ NEUTRAL_QUALITY = 0.5
 QUALITY_DROP_BELOW = 0.3
 QUALITY_DROP_MIN_FEEDBACK = 5
 QUALITY_DROP_FACTOR = 0.5
+CONFIDENCE_CAP = 1.0
+FEEDBACK_VERDICTS = ("useful", "not_useful")
 
 
 @lru_cache(maxsize=4096)
@@ -75,15 +79,29 @@ def op_of(event: Event, state: MemoryState | None) -> Op | None:
         entry = HistoryEntry(stamp, d.version, d.content, updated_by=event.agent,
                              source=d.source or state.get("source", ""), trigger=d.trigger or "none",
                              reason=d.reason, kind="correct")
-        return Corrected(stamp, event.position, content=d.content,
-                         fields={"source": d.source} if d.source else {}, entry=entry)
+        fields = {"freshness": "fresh", **({"source": d.source} if d.source else {})}  # new content: unverified
+        return Corrected(stamp, event.position, content=d.content, fields=fields, entry=entry)
     if isinstance(d, MemoryDeprecated):
         entry = HistoryEntry(stamp, d.version, state.get("content", ""), updated_by=event.agent,
                              source=state.get("source", ""), trigger="none",
                              reason=f"deprecated: {d.reason}" if d.reason else "deprecated", kind="deprecate")
         return FieldsSet(stamp, event.position, fields={"status": "deprecated"}, entry=entry)
     if isinstance(d, MemoryFeedback):
-        return Counted(stamp, event.position, counter=d.verdict) if d.verdict in COUNTERS[1:] else None
+        return Counted(stamp, event.position, counter=d.verdict) if d.verdict in FEEDBACK_VERDICTS else None
+    if isinstance(d, MemoryValidated):  # confirmed again: verified, whatever its freshness was
+        return Counted(stamp, event.position, counter="validated", amount=max(0, round(d.delta * 100)),
+                       fields={"freshness": "verified"})
+    if isinstance(d, MemoryMarkedStale):
+        entry = HistoryEntry(stamp, d.version, state.get("content", ""), updated_by=event.agent,
+                             source=state.get("source", ""), trigger=d.caused_by or "none",
+                             reason=f"stale: {d.reason}", kind="stale")
+        return FieldsSet(stamp, event.position, fields={"freshness": "stale"}, entry=entry)
+    if isinstance(d, MemoryQualityDropped):
+        return FieldsSet(stamp, event.position, fields={"quality_notice_ms": event.wall_ms})
+    if isinstance(d, MemoryQualityRecovered):
+        return FieldsSet(stamp, event.position, fields={"quality_notice_ms": 0})
+    if isinstance(d, MemoryDownweighted):
+        return FieldsSet(stamp, event.position, fields={"importance_factor": float(d.factor)})
     if isinstance(d, MemoryForgotten):
         entry = HistoryEntry(stamp, d.version, state.get("content", ""), updated_by=event.agent,
                              source=state.get("source", ""), trigger="forget_run", reason=f"forgotten: {d.reason}",
@@ -154,6 +172,8 @@ def row_of(state: MemoryState, previous: dict[str, Any] | None, *, model: str, p
     quality = useful / (useful + not_useful) if useful + not_useful else NEUTRAL_QUALITY
     dropped = useful + not_useful >= QUALITY_DROP_MIN_FEEDBACK and quality < QUALITY_DROP_BELOW
     history = state.ordered_history()
+    versions = [e for e in history if e.kind in ("commit", "correct")]
+    notice_ms = int(state.get("quality_notice_ms", 0) or 0)
     columns = {name: reg for name, reg in state.fields.items() if name in COLUMN_FIELDS}
     extra = {name: [list(reg.stamp), reg.value] for name, reg in state.fields.items() if name not in COLUMN_FIELDS}
     meta = {
@@ -178,7 +198,8 @@ def row_of(state: MemoryState, previous: dict[str, Any] | None, *, model: str, p
         "namespace": state.get("namespace", ""),
         "agent_id": state.get("agent_id", ""),
         "tier": state.get("tier", "normal"),
-        "importance": IMPORTANCE_AT_COMMIT * (QUALITY_DROP_FACTOR if dropped else 1.0),
+        "importance": float(state.get("importance_factor", IMPORTANCE_AT_COMMIT))
+        * (QUALITY_DROP_FACTOR if dropped else 1.0),
         "quality_score": quality,
         "freshness": state.get("freshness", "fresh"),
         "recall_count": state.count("recall"),
@@ -197,6 +218,9 @@ def row_of(state: MemoryState, previous: dict[str, Any] | None, *, model: str, p
         "depends_on": orjson.dumps(list(state.get("depends_on", ()))).decode(),
         "derived_from": state.get("derived_from", ""),
         "status": state.get("status", "active"),
+        "confidence": min(CONFIDENCE_CAP, source_trust(state.get("source", "")) + state.count("validated") / 100),
+        "updated_at": _iso(versions[-1].stamp[0]) if versions else state.get("timestamp", ""),
+        "quality_notice_at": _iso(notice_ms) if notice_ms else "",
         "position": positions.later(previous.get("position") if previous else None, position) or position,
         CRDT: orjson.dumps(meta).decode(),
     }

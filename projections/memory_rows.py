@@ -10,11 +10,14 @@ from __future__ import annotations
 import pyarrow as pa
 
 from events.catalogue import (
-    MemoryCommitted, MemoryCorrected, MemoryDeleted, MemoryDeprecated, MemoryFeedback, MemoryForgotten,
+    MemoryCommitted, MemoryCorrected, MemoryDeleted, MemoryDeprecated, MemoryDownweighted, MemoryFeedback,
+    MemoryForgotten, MemoryMarkedStale, MemoryQualityDropped, MemoryQualityRecovered, MemoryValidated,
 )
 from events.envelope import Event
 
-SCHEMA_VERSION = 3  # 2: search_text (lexical index input); 3: crdt (the CRDT record's bookkeeping)
+# 2: search_text (lexical index input); 3: crdt (the CRDT record's bookkeeping);
+# 4: confidence, updated_at, quality_notice_at (derived scores, quality deadline)
+SCHEMA_VERSION = 4
 TABLE = "memories"
 SEARCH_TEXT = "search_text"  # projections.text.index_text(content), under a BM25 full-text index
 FILTER_COLUMNS = ("namespace", "is_deleted")  # every recall prefilters on these: Bitmap-indexed
@@ -51,6 +54,9 @@ def memories_schema(dim: int) -> pa.Schema:
         ("derived_from", pa.string()),
         ("position", pa.string()),
         ("status", pa.string()),   # active | deprecated
+        ("confidence", pa.float32()),   # source trust + PassiveValidator gains, <= 1.0
+        ("updated_at", pa.string()),    # ISO time of the latest content version (commit/correction)
+        ("quality_notice_at", pa.string()),  # ISO time of the open quality.dropped notice, or ""
         ("crdt", pa.string()),   # JSON: stamps, per-origin counters, high-water (projections.memory_fold)
     ])
 
@@ -59,10 +65,13 @@ COLUMNS: tuple[str, ...] = tuple(memories_schema(1).names)
 SCALAR_COLUMNS: list[str] = [c for c in COLUMNS if c != "vector"]
 
 
+MEMORY_EVENTS = (MemoryCommitted, MemoryDeleted, MemoryCorrected, MemoryDeprecated, MemoryFeedback, MemoryForgotten,
+                 MemoryMarkedStale, MemoryQualityDropped, MemoryQualityRecovered, MemoryDownweighted, MemoryValidated)
+
+
 def memory_id_of(event: Event) -> str | None:
     """The memory a folded event touches; None for types this projection does not fold."""
-    if isinstance(event.data, (MemoryCommitted, MemoryDeleted, MemoryCorrected, MemoryDeprecated, MemoryFeedback,
-                               MemoryForgotten)):
+    if isinstance(event.data, MEMORY_EVENTS):
         return event.data.memory_id
     return None
 

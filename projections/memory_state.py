@@ -33,7 +33,8 @@ __all__ = [
 
 #: (HLC wall ms, HLC counter, HLC node, origin): the total order of LWW writes.
 Stamp = tuple[int, int, str, str]
-COUNTERS: Final = ("recall", "useful", "not_useful")
+#: `validated` counts confidence gained from PassiveValidator matches, in hundredths (0.15 -> 15).
+COUNTERS: Final = ("recall", "useful", "not_useful", "validated")
 #: Corrections after which a memory is volatile (seed 3.3: >= 3).
 VOLATILE_AFTER: Final = 3
 
@@ -53,7 +54,7 @@ class HistoryEntry:
     source: str = ""
     trigger: str = "none"
     reason: str = ""
-    kind: str = "commit"       # commit | correct | deprecate | delete | forget
+    kind: str = "commit"       # commit | correct | deprecate | stale | delete | forget
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +129,8 @@ class FieldsSet(Op):
 class Counted(Op):
     counter: str = "recall"
     at_ms: int = 0          # for recall: when it was served (the event's time)
+    amount: int = 1
+    fields: dict[str, Any] = field(default_factory=dict)   # LWW writes that come with the count
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,9 +185,16 @@ def apply(state: MemoryState, op: Op) -> MemoryState:
     if isinstance(op, Counted):
         if op.counter not in COUNTERS:
             raise ValueError(f"unknown counter {op.counter!r}")
+        if op.amount < 0:
+            raise ValueError("a G-counter only grows")
         per_origin = dict(state.counters.get(op.counter, {}))
-        per_origin[origin] = per_origin.get(origin, 0) + 1
-        return replace(state, counters={**state.counters, op.counter: per_origin},
+        per_origin[origin] = per_origin.get(origin, 0) + op.amount
+        fields = state.fields
+        if op.fields:
+            fields = dict(state.fields)
+            for name, value in op.fields.items():
+                fields[name] = _lww(fields.get(name), value, op.stamp)
+        return replace(state, fields=fields, counters={**state.counters, op.counter: per_origin},
                        last_recalled_ms=max(state.last_recalled_ms, op.at_ms) if op.counter == "recall"
                        else state.last_recalled_ms,
                        high_water=high_water)

@@ -31,7 +31,8 @@ NAMESPACE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 SEARCH_COLUMNS = [c for c in SCALAR_COLUMNS if c not in ("version_history", SEARCH_TEXT)]
 # What a recall result shows: fetching fewer columns per candidate halves the cost of `arows`.
 RESULT_COLUMNS = ["id", "content", "namespace", "category", "tags", "source", "version", "timestamp", "freshness",
-                  "volatile_flag"]
+                  "volatile_flag", "tier", "decay_class", "importance", "quality_score", "confidence", "updated_at",
+                  "status", "quality_notice_at"]
 MAX_LIMIT = 1000
 
 

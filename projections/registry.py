@@ -14,9 +14,10 @@ from projections.activity import ActivityProjector
 from projections.memories import MemoriesProjector
 from projections.projector import Projector
 from projections.synonyms import SynonymsProjector
+from projections.tombstones import TombstonesProjector
 
 PROJECTIONS_DIR = "projections"
-NAMES: tuple[str, ...] = ("memories", "synonyms", "activity")
+NAMES: tuple[str, ...] = ("memories", "synonyms", "activity", "tombstones")
 
 
 def projections_root(root: Path) -> Path:
@@ -32,7 +33,9 @@ def make_projectors(data_dir: Path, embedder: Any, *, offline: bool = False) -> 
     folding (a live projector adds them on its first `maintain` if the directory is ever served)."""
     synonyms = SynonymsProjector(projection_dir(data_dir, "synonyms"))
     activity = ActivityProjector(projection_dir(data_dir, "activity"))
+    tombstones = TombstonesProjector(projection_dir(data_dir, "tombstones"),
+                                     compact_after_writes=0 if offline else 100)
     if offline:
         return [MemoriesProjector(projection_dir(data_dir, "memories"), embedder, compact_after_rows=0,
-                                  vector_index_min_rows=0, serving_indexes=False), synonyms, activity]
-    return [MemoriesProjector(projection_dir(data_dir, "memories"), embedder), synonyms, activity]
+                                  vector_index_min_rows=0, serving_indexes=False), synonyms, activity, tombstones]
+    return [MemoriesProjector(projection_dir(data_dir, "memories"), embedder), synonyms, activity, tombstones]

@@ -8,10 +8,11 @@ import asyncio
 from aiohttp import web
 
 from commands.parsing import MEMORY_ID_RE, parse_correct, parse_deprecate, parse_feedback
-from commands.vocabulary import EPHEMERAL_SUFFIX
-from gateway.appkeys import ACTIVITY, COMMANDS, READER, SETTINGS
+from events.vocabulary import EPHEMERAL_SUFFIX
+from gateway.appkeys import ACTIVITY, CLOCK, COMMANDS, READER, SETTINGS
 from gateway.errors import ApiError
 from gateway.requests import acting_agent, after_param, json_body, json_response, wait_for_projections
+from projections.scores import scores_of
 
 
 def _verdict(verdict: str):
@@ -56,12 +57,17 @@ async def versions(request: web.Request) -> web.Response:
     if hidden:
         raise ApiError(404, "not_found", f"memory {memory_id} not found", {"memory_id": memory_id})
     recalls, last_recalled = (await asyncio.to_thread(request.app[ACTIVITY].recalls, [memory_id])).get(memory_id, (0, ""))
+    derived = scores_of(row, request.app[CLOCK].now_ms(), recalls, last_recalled)
     return json_response({
         "memory_id": memory_id, "namespace": ns, "version": row["version"], "content": row["content"],
         "status": row.get("status", "active"), "is_deleted": row["is_deleted"], "volatile": row["volatile_flag"],
+        "tier": row.get("tier", "normal"), "decay_class": row.get("decay_class", ""), "source": row.get("source", ""),
         "useful_count": row["useful_count"], "not_useful_count": row["not_useful_count"],
         "recall_count": recalls, "last_recalled_at": last_recalled,
-        "quality_score": row["quality_score"], "importance": row["importance"],
+        "quality_score": round(float(row["quality_score"]), 6), "quality_notice_at": row.get("quality_notice_at", ""),
+        "importance_factor": round(float(row["importance"]), 6), "importance": round(derived.importance, 6),
+        "decay": round(derived.decay, 6), "freshness": derived.freshness,
+        "confidence": round(float(derived.confidence), 6), "updated_at": row.get("updated_at", ""),
         "versions": row["version_history"]})
 
 

@@ -11,12 +11,13 @@ from aiohttp import web
 
 from commands.model import Actor, Limits
 from commands.parsing import NAMESPACE_RE, opt_float, opt_int, opt_str, str_list
-from commands.vocabulary import EPHEMERAL_SUFFIX, SHARED_NAMESPACE
+from events.vocabulary import EPHEMERAL_SUFFIX, SHARED_NAMESPACE
 from events.catalogue import RecallServed, new_event
 from gateway.appkeys import AUDIT, READER, RECALL, RECALL_CACHE, SETTINGS, STORE
 from gateway.errors import ApiError
 from gateway.requests import acting_agent, after_param, json_body, json_response, wait_for_projections
 from projections.queries.recall import DEFAULT_CONTEXT, SHARED, RecallHit, RecallRequest
+from projections.scores import DEFAULT_RANK_WEIGHT
 
 log = structlog.get_logger(__name__)
 
@@ -47,7 +48,8 @@ def _query_params(request: web.Request) -> dict:
     params: dict = {k: q[k] for k in ("query", "namespace", "agent_id") if k in q}
     if "cache" in q:
         params["cache"] = q["cache"].strip().lower() not in ("0", "false", "no", "off")
-    for name, conv in (("top_k", int), ("min_score", float), ("diversity", float), ("context", float)):
+    for name, conv in (("top_k", int), ("min_score", float), ("diversity", float), ("context", float),
+                       ("importance_weight", float)):
         if name in q:
             try:
                 params[name] = conv(q[name])
@@ -59,7 +61,7 @@ def _query_params(request: web.Request) -> dict:
 
 
 def parse_recall(body: dict, limits: Limits) -> tuple[str, int, str | None, tuple[str, ...], float | None, float, bool,
-                                                    float]:
+                                                    float, float]:
     query = opt_str(body, "query", max_chars=limits.max_query_chars)
     if query is None:
         raise ApiError(400, "invalid_request", "query: is required", {"field": "query"})
@@ -72,11 +74,12 @@ def parse_recall(body: dict, limits: Limits) -> tuple[str, int, str | None, tupl
     min_score = opt_float(body, "min_score", minimum=-1.0, maximum=1.0)
     diversity = opt_float(body, "diversity", minimum=0.0, maximum=1.0)
     context = opt_float(body, "context", minimum=0.0, maximum=1.0)
+    weight = opt_float(body, "importance_weight", minimum=0.0, maximum=1.0)
     cache = body.get("cache", True)
     if not isinstance(cache, bool):
         raise ApiError(400, "invalid_request", "cache: must be a boolean", {"field": "cache"})
     return (query, top_k, namespace, include, min_score, 0.5 if diversity is None else diversity, cache,
-            DEFAULT_CONTEXT if context is None else context)
+            DEFAULT_CONTEXT if context is None else context, DEFAULT_RANK_WEIGHT if weight is None else weight)
 
 
 async def recall(request: web.Request) -> web.Response:
@@ -85,7 +88,7 @@ async def recall(request: web.Request) -> web.Response:
         body = _query_params(request)
     else:
         body, _ = await json_body(request)
-    query, top_k, namespace, include, min_score, diversity, use_cache, context = parse_recall(
+    query, top_k, namespace, include, min_score, diversity, use_cache, context, weight = parse_recall(
         body, request.app[SETTINGS].limits)
     after = after_param(request, body)
     actor = await acting_agent(request, body, required=False)
@@ -93,7 +96,8 @@ async def recall(request: web.Request) -> web.Response:
     await wait_for_projections(request, after, READS)
     store = request.app[STORE]
     req = RecallRequest(query=query, namespaces=scope, top_k=top_k, min_score=min_score, diversity=diversity,
-                        shared_fallback=namespace is not None and namespace != SHARED, context=context)
+                        shared_fallback=namespace is not None and namespace != SHARED, context=context,
+                        importance_weight=weight)
     service, cache = request.app[RECALL], request.app[RECALL_CACHE]
     key = await _cache_key(store, service.fingerprint, req) if use_cache and cache.enabled else None
     cached = await cache.get(key) if key else None
@@ -117,7 +121,8 @@ def _result(h: RecallHit) -> dict:
     out = {"memory_id": h.memory_id, "content": h.content, "score": round(float(h.score), 6),
            "similarity": round(float(h.similarity), 6), "namespace": h.namespace, "category": h.category,
            "tags": list(h.tags), "source": h.source, "version": h.version, "timestamp": h.timestamp,
-           "freshness": h.freshness}
+           "freshness": h.freshness, "importance": round(float(h.importance), 6),
+           "quality_score": round(float(h.quality_score), 6), "confidence": round(float(h.confidence), 6)}
     if h.fallback:
         out["fallback"] = "shared"
     if h.warnings:
@@ -131,7 +136,7 @@ async def _cache_key(store, fingerprint: str, req: RecallRequest) -> str:
     namespaces = sorted({*req.namespaces, *([SHARED] if req.shared_fallback else [])})
     gens = await store.generations([(projector, ns) for projector in ("memories", "synonyms") for ns in namespaces])
     doc = [fingerprint, req.query, namespaces, req.top_k, req.min_score, req.diversity, req.shared_fallback,
-           req.context, gens]
+           req.context, req.importance_weight, gens]
     return hashlib.sha256(orjson.dumps(doc)).hexdigest()
 
 

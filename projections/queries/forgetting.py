@@ -22,7 +22,8 @@ QUALITY_LOW_BELOW = 0.2
 MIN_FEEDBACK = 5
 DEFAULT_CAPACITY = 10_000
 COLUMNS = ["id", "namespace", "version", "content", "quality_score", "useful_count", "not_useful_count", "status",
-           "timestamp", "tier"]
+           "timestamp", "tier", "decay_class", "freshness", "importance", "volatile_flag", "updated_at",
+           "quality_notice_at", "source", "confidence"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,9 @@
   comparable across queries; `similarity` (the raw cosine) is reported beside it.
 - Rerank: only when a reranker is configured (the bge-reranker HTTP provider, or the local e5
   one by opt-in); its score replaces the fused one for the top `rerank_top` candidates.
+- Standing (`projections.scores`): each candidate's score is scaled by its importance, quality
+  and decay at the clock's now (`importance_weight`, 0 = relevance only): low-quality and
+  long-idle memories sink, useful and often recalled ones rise; stale ones are marked.
 - MMR: `diversity` 0..1 (0 = relevance order).
 - Shared fallback (plan E4.2): when the request narrows to a private namespace and fewer than
   3 results pass, up to 5 `shared` hits are appended with their score x 0.5, marked.
@@ -26,10 +29,12 @@ from typing import Any
 
 import numpy as np
 
+from events.clock import SystemClock
 from projections.errors import InvalidQuery
 from projections.queries.fusion import DEFAULT, FusionParams, fuse
 from projections.queries.mmr import DEFAULT_DIVERSITY, mmr
 from projections.reader import MAX_LIMIT, MemoriesReader, valid_namespaces
+from projections.scores import DEFAULT_RANK_WEIGHT, Scores, ranked_score, scores_of
 from projections.text import index_text, query_text
 
 SHARED = "shared"
@@ -51,6 +56,7 @@ class RecallRequest:
     diversity: float = DEFAULT_DIVERSITY
     shared_fallback: bool = False
     context: float = DEFAULT_CONTEXT
+    importance_weight: float = DEFAULT_RANK_WEIGHT
 
     def validated(self) -> "RecallRequest":
         if not isinstance(self.query, str) or not self.query.strip():
@@ -63,8 +69,10 @@ class RecallRequest:
             raise InvalidQuery(f"diversity must be in [0, 1], got {self.diversity}")
         if not 0.0 <= self.context <= 1.0:
             raise InvalidQuery(f"context must be in [0, 1], got {self.context}")
+        if not 0.0 <= self.importance_weight <= 1.0:
+            raise InvalidQuery(f"importance_weight must be in [0, 1], got {self.importance_weight}")
         return RecallRequest(self.query, valid_namespaces(self.namespaces), self.top_k, self.min_score,
-                             self.diversity, self.shared_fallback, self.context)
+                             self.diversity, self.shared_fallback, self.context, self.importance_weight)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +90,9 @@ class RecallHit:
     similarity: float = 0.0
     fallback: bool = False
     warnings: tuple[str, ...] = ()
+    importance: float = 1.0
+    quality_score: float = 0.5
+    confidence: float = 0.5
 
 
 @dataclass(slots=True)
@@ -91,19 +102,29 @@ class Candidate:
     score: float
     similarity: float
     fallback: bool = False
+    scores: Scores | None = None
 
     def hit(self) -> RecallHit:
         r = self.row
+        s = self.scores
+        freshness = s.freshness if s is not None else r.get("freshness", "fresh")
         warnings = []
-        if r.get("freshness") == "stale":
+        if freshness == "stale":
             warnings.append("stale: this memory may be outdated; verify before relying on it")
         if r.get("volatile_flag"):
             warnings.append("volatile: corrected repeatedly; check what triggers its changes")
+        if r.get("quality_notice_at"):
+            warnings.append("low_quality: agents found it unhelpful; needs review")
+        if r.get("status") == "deprecated":
+            warnings.append("deprecated: marked outdated; the next forget run removes it")
         return RecallHit(memory_id=r["id"], content=r["content"], score=float(self.score), namespace=r["namespace"],
                          category=r["category"], tags=list(r.get("tags") or []), source=r.get("source", ""),
                          version=int(r.get("version", 1)), timestamp=r.get("timestamp", ""),
-                         freshness=r.get("freshness", "fresh"), similarity=float(self.similarity),
-                         fallback=self.fallback, warnings=tuple(warnings))
+                         freshness=freshness, similarity=float(self.similarity),
+                         fallback=self.fallback, warnings=tuple(warnings),
+                         importance=s.importance if s is not None else 1.0,
+                         quality_score=s.quality if s is not None else 0.5,
+                         confidence=s.confidence if s is not None else 0.5)
 
 
 class QueryVectors:
@@ -164,7 +185,8 @@ class QueryVectors:
 
 class RecallService:
     def __init__(self, reader: MemoriesReader, embedder: Any, *, synonyms: Any = None, reranker: Any = None,
-                 fusion: FusionParams = DEFAULT, rerank_top: int = 20, index: Any = None) -> None:
+                 fusion: FusionParams = DEFAULT, rerank_top: int = 20, index: Any = None, activity: Any = None,
+                 clock: Any = None) -> None:
         self.reader = reader
         self.index = index            # projections.serving_index.ServingIndex, or None: LanceDB only
         self.queries = QueryVectors(embedder)
@@ -172,6 +194,8 @@ class RecallService:
         self.reranker = reranker      # projections.rerank.Reranker or None
         self.fusion = fusion
         self.rerank_top = rerank_top
+        self.activity = activity      # projections.queries.activity.ActivityReader: recall counts
+        self.clock = clock or SystemClock()   # events.clock.Clock: `now` of the derived scores
 
     @property
     def fingerprint(self) -> str:
@@ -236,7 +260,22 @@ class RecallService:
             out = await self._rerank(req.query, out)
             if req.min_score is not None:
                 out = [c for c in out if c.score >= req.min_score]
-        return out
+        return self._stand(out, req.importance_weight)
+
+    def _stand(self, cands: list[Candidate], weight: float) -> list[Candidate]:
+        """Derived scores of each candidate at now; the score scaled by its standing, re-sorted."""
+        if not cands:
+            return cands
+        now = self.clock.now_ms()
+        recalls = self.activity.recalls([c.row["id"] for c in cands]) if self.activity is not None else {}
+        for c in cands:
+            count, last = recalls.get(c.row["id"], (0, ""))
+            c.scores = scores_of(c.row, now, count, last)
+            if weight:
+                c.score = ranked_score(c.score, c.scores.standing, weight)
+        if weight:
+            cands.sort(key=lambda c: (-c.score, c.row["id"]))
+        return cands
 
     def _lexical_query(self, query: str, namespaces: list[str]) -> str:
         text = query_text(query)

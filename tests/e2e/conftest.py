@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import time
 from dataclasses import dataclass, field
 
 import pytest
 
+from events import keys
+from events.clock import ManualClock
 from gateway.app import create_app
-from gateway.appkeys import AUDIT
+from gateway.appkeys import AUDIT, CLOCK, PROJECTORS, STORE, WAITER
 from gateway.settings import Settings
 from projections.embedding import CachedEmbedder, LocalUSEEmbedder
 
@@ -52,12 +56,49 @@ class Api:
     async def recall(self, key: str, query: str, **fields):
         return await self.call("POST", "/api/v1/recall", key, json={"query": query, **fields})
 
+    @property
+    def clock(self) -> ManualClock:
+        return self.client.app[CLOCK]
+
+    async def settle(self, timeout_s: float = 30.0) -> str:
+        """Wait until the system is quiet: audits appended, every event handled by the reactions
+        (delivered and acknowledged) and every projection at the end of the log. Returns the last
+        position."""
+        app = self.client.app
+        store = app[STORE]
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        while True:
+            await app[AUDIT].flush()
+            last = await store.last_position()
+            groups = await store.redis.xinfo_groups(keys.STREAM) if last else []
+            group = next((g for g in groups if _s(g["name"]) == keys.REACTIONS_GROUP), None)
+            reacted = group is None or (_s(group["last-delivered-id"]) == last and int(group["pending"]) == 0)
+            if reacted and (not last or await app[WAITER].wait(app[PROJECTORS], last, 1.0)):
+                if await store.last_position() == last:
+                    return last or ""
+            if asyncio.get_running_loop().time() > deadline:
+                raise AssertionError(f"not settled after {timeout_s} s (last {last}, group {group})")
+            await asyncio.sleep(0.05)
+
+    async def count_events(self, event_type: str) -> int:
+        """Events of one type in the log, once the system is quiet."""
+        from events.codec import decode
+
+        await self.settle()
+        items = await self.client.app[STORE].redis.xrange(keys.STREAM)
+        return sum(1 for pos, fields in items if decode(_s(pos), fields).type == event_type)
+
     async def log_length(self) -> int:
-        """Events in the log, counting the buffered recall.served audits (appended asynchronously)."""
-        await self.client.app[AUDIT].flush()
+        """Events in the log once the system is quiet (buffered recall audits appended, reactions'
+        follow-ups appended), so that a before/after comparison sees only the request's writes."""
+        await self.settle()
         status, body = await self.call("GET", "/api/v1/stats")
         assert status == 200
         return body["events"]["total"]
+
+
+def _s(v) -> str:
+    return v.decode() if isinstance(v, bytes) else str(v)
 
 
 def make_settings(redis_url: str, tmp_path, **overrides) -> Settings:
@@ -72,7 +113,8 @@ def settings_overrides() -> dict:
 
 @pytest.fixture
 async def api(aiohttp_client, redis_url, tmp_path, use_embedder, settings_overrides) -> Api:
-    app = create_app(make_settings(redis_url, tmp_path, **settings_overrides), embedder=use_embedder)
+    app = create_app(make_settings(redis_url, tmp_path, **settings_overrides), embedder=use_embedder,
+                     clock=ManualClock(int(time.time() * 1000)))
     client = await aiohttp_client(app)
     return Api(client)
 

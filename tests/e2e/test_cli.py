@@ -66,3 +66,33 @@ async def test_event_browser_commands(api, redis_url, tmp_path):
     assert rc == 0 and orjson.loads(out)["total"] == 2
     rc, _ = await _cli("events", "show", "1-0", *common)
     assert rc == 1
+
+
+async def test_tick_and_replay_verify_with_every_learning_event(api, redis_url, tmp_path):
+    """`zhiyi tick` runs the scheduler in-process; `zhiyi replay --verify` matches live after feedback,
+    notices, validations, corrections, deprecations, down-weights and forgetting."""
+    key = await api.register("alice")
+    common = ["--data-dir", str(tmp_path / "data"), "--redis-url", redis_url]
+    _, a = await api.commit(key, "Grafana listens on port 3000 on the ops box", source="config_parse")
+    _, b = await api.commit(key, "Grafana on the ops box uses port 3000")          # validates a (P1)
+    _, c = await api.commit(key, "the nightly export job writes to /srv/export", decay_class="code_snippet")
+    for path in ["useful"] + ["not-useful"] * 4:                                    # quality 0.2: notice
+        await api.call("POST", f"/api/v1/feedback/{path}", key, json={"memory_id": b["memory_id"]})
+    await api.call("POST", "/api/v1/feedback/correct", key, json={
+        "memory_id": c["memory_id"], "content": "the nightly export job writes to /srv/exports", "reason": "typo"})
+    await api.call("POST", "/api/v1/feedback/deprecate", key, json={"memory_id": a["memory_id"], "reason": "old"})
+    await api.settle()   # the quality notice is a reaction
+    api.clock.advance(days=200)
+    status, report = await api.call("POST", "/api/v1/admin/tick", json={})     # deadline, stale rule, forget
+    assert status == 200 and report["deprecated"] and report["downweighted"] and report["forgotten"], report
+    await api.settle()
+    rc, out = await _cli("tick", *common, "--dry-run", "--json")
+    assert rc == 0 and orjson.loads(out)["dry_run"] is True
+    rc, out = await _cli("tick", *common, "--json")
+    assert rc == 0 and orjson.loads(out)["forgotten"] == []      # the HTTP tick already did everything due
+    rc, out = await _cli("replay", *common, "--into", str(tmp_path / "verify"), "--verify")
+    assert rc == 0 and "verify: OK" in out, out
+    rc, out = await _cli("events", "ls", *common, "--json", "--limit", "1000")
+    seen = {orjson.loads(line)["type"] for line in out.splitlines()}
+    assert {"memory.validated", "memory.quality_dropped", "memory.corrected", "memory.deprecated",
+            "memory.downweighted", "memory.forgotten", "memory.feedback"} <= seen, seen

@@ -17,7 +17,7 @@ async def test_five_not_useful_down_weight_at_once_and_the_next_run_forgets(api)
                                       json={"memory_id": bad, "reason": "wrong"})
         assert status == 201
     v = await _versions(api, key, bad, body["position"])
-    assert v["quality_score"] == 0.0 and v["importance"] == 0.5  # at once, before any run
+    assert v["quality_score"] == 0.0 and v["importance_factor"] == 0.5  # at once, before any run
     status, plan = await api.call("POST", "/api/v1/admin/forget", json={"dry_run": True})
     assert status == 200 and plan["forgotten"] == [{"memory_id": bad, "namespace": "alice-main",
                                                     "reason": "quality_low"}]

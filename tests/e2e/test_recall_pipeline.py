@@ -92,6 +92,7 @@ async def test_cache_hit_and_invalidation_by_a_new_commit(api):
     _, c = await api.recall(key, query)
     assert c["cached"] is True
     _, commit = await api.commit(key, "Backups also run every Sunday at noon on the cloud bucket")
+    await api.settle()   # the commit also confirms the first memory (PassiveValidator): a change of its own
     _, d = await api.recall(key, query, after=commit["position"])
     assert d["cached"] is False and commit["memory_id"] in {r["memory_id"] for r in d["results"]}
     _, e = await api.recall(key, query, cache=False)
@@ -99,6 +100,7 @@ async def test_cache_hit_and_invalidation_by_a_new_commit(api):
     # another agent's private commit does not touch alice's namespaces' generations
     bob = await api.register("bob")
     _, other = await api.commit(bob, "bob's backups are manual")
+    await api.settle()
     _, f = await api.recall(key, query, after=other["position"])
     assert f["cached"] is True
 

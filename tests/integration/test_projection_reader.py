@@ -128,7 +128,9 @@ async def test_recall_with_the_real_model(store, tmp_path: Path, use_embedder) -
     assert hits[0] == RecallHit(memory_id="pref", content="The user prefers dark mode in every editor",
                                 score=hits[0].score, namespace="alice-main", category="preference", tags=[],
                                 source="agent_inference", version=1, timestamp=hits[0].timestamp,
-                                freshness="fresh", similarity=hits[0].similarity)
+                                freshness="fresh", similarity=hits[0].similarity, importance=hits[0].importance,
+                                confidence=0.5)
+    assert hits[0].importance == pytest.approx(1.0, abs=1e-3)   # just committed, never recalled
     assert 0.2 < hits[0].similarity < 1.0
     assert "other" not in {h.memory_id for h in hits}  # bob-main was not asked for
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)

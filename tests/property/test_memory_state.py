@@ -15,7 +15,8 @@ ORIGINS = ["origin-a", "origin-b", "origin-c"]
 TEXTS = ["nginx listens on 8080", "nginx listens on 8443", "用户偏好：结论先行", ""]
 
 op_spec = st.tuples(
-    st.sampled_from(["commit", "correct", "fields", "recall", "useful", "not_useful", "delete", "forget"]),
+    st.sampled_from(["commit", "correct", "fields", "recall", "useful", "not_useful", "delete", "forget", "validated",
+                     "notice", "factor", "stale"]),
     st.integers(0, 5),               # wall ms (small: concurrent writes of different origins collide)
     st.sampled_from(TEXTS),
     st.sampled_from(["fresh", "stale"]),
@@ -28,13 +29,22 @@ def _op(spec: tuple, origin: str, i: int):
     stamp = (wall, i, "node-" + origin[-1], origin)
     position = f"{1000 + i}-0"
     entry = HistoryEntry(stamp=stamp, version=i + 1, content=text, updated_by=origin, kind={
-        "commit": "commit", "correct": "correct", "delete": "delete", "forget": "forget"}.get(kind, "commit"))
+        "commit": "commit", "correct": "correct", "delete": "delete", "forget": "forget",
+        "stale": "stale"}.get(kind, "commit"))
     if kind == "commit":
         return Committed(stamp, position, fields={"content": text, "namespace": "shared", "tags": ("a",)}, entry=entry)
     if kind == "correct":
         return Corrected(stamp, position, content=text, fields={"source": "user_said"}, entry=entry)
     if kind == "fields":
         return FieldsSet(stamp, position, fields={"freshness": freshness, "confidence": confidence})
+    if kind == "validated":   # a count and an LWW write in one operation
+        return Counted(stamp, position, counter="validated", amount=1 + i % 20, fields={"freshness": "verified"})
+    if kind == "notice":
+        return FieldsSet(stamp, position, fields={"quality_notice_ms": wall * 1000 if i % 2 else 0})
+    if kind == "factor":
+        return FieldsSet(stamp, position, fields={"importance_factor": round(confidence, 3)})
+    if kind == "stale":
+        return FieldsSet(stamp, position, fields={"freshness": "stale"}, entry=entry)
     if kind in ("recall", "useful", "not_useful"):
         return Counted(stamp, position, counter=kind, at_ms=wall * 1000)
     if kind == "delete":

@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from events.catalogue import (
-    MemoryCommitted, MemoryCorrected, MemoryDeleted, MemoryDeprecated, MemoryFeedback, MemoryForgotten, RecallServed,
+    MemoryCommitted, MemoryCorrected, MemoryDeleted, MemoryDeprecated, MemoryDownweighted, MemoryFeedback,
+    MemoryForgotten, MemoryMarkedStale, MemoryQualityDropped, MemoryQualityRecovered, MemoryValidated, RecallServed,
     new_event,
 )
 from events.envelope import Event, UnknownPayload
@@ -34,7 +35,8 @@ commit_op = st.tuples(st.just("commit"), st.sampled_from(IDS), st.sampled_from(T
 delete_op = st.tuples(st.just("delete"), st.sampled_from(IDS), st.integers(1, 4), st.sampled_from(["", "dup"]))
 other_op = st.tuples(st.just("other"), st.sampled_from(["unknown", "recall"]))
 # feedback and corrections (the write side would refuse some of these; projections must cope anyway)
-change_op = st.tuples(st.sampled_from(["correct", "deprecate", "useful", "not_useful", "forget"]), st.sampled_from(IDS),
+change_op = st.tuples(st.sampled_from(["correct", "deprecate", "useful", "not_useful", "forget", "validated", "stale",
+                                       "dropped", "recovered", "downweighted"]), st.sampled_from(IDS),
                       st.sampled_from(TEXTS), st.integers(2, 5))
 project_op = st.tuples(st.just("project"), st.integers(1, 7), st.booleans())  # batch size, redeliver
 # rows written, then no checkpoint; optionally the checkpoint file is lost too (replay over the rows)
@@ -68,6 +70,18 @@ def event_for(op: tuple) -> Event:
     if op[0] == "forget":
         _, mid, text, version = op
         return new_event(MemoryForgotten(mid, "shared", version, "lru", text), ns="shared", agent="system")
+    if op[0] == "validated":
+        return new_event(MemoryValidated(op[1], "shared", "P1", 0.15, "m0", ("name:nginx",)), ns="shared",
+                         agent="system")
+    if op[0] == "stale":
+        return new_event(MemoryMarkedStale(op[1], "shared", op[3], "dependency corrected", "m0"), ns="shared",
+                         agent="system")
+    if op[0] == "dropped":
+        return new_event(MemoryQualityDropped(op[1], "shared", 0.2, 5), ns="shared", agent="system")
+    if op[0] == "recovered":
+        return new_event(MemoryQualityRecovered(op[1], "shared", 0.5), ns="shared", agent="system")
+    if op[0] == "downweighted":
+        return new_event(MemoryDownweighted(op[1], "shared", 0.1, "stale"), ns="shared", agent="system")
     if op[0] in ("useful", "not_useful"):
         return new_event(MemoryFeedback(op[1], "shared", op[0], ""), ns="shared", agent="carol")
     if op[1] == "unknown":

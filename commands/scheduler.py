@@ -1,0 +1,134 @@
+"""The scheduler: time-driven decisions, appended as events (projectors never read the clock).
+
+One `tick` at the clock's `now`:
+
+1. waits until the memories and activity projections have reached the end of the log;
+2. quality deadline (seed 3.2.1): memories still low 7 days after their quality notice are
+   deprecated (`memory.deprecated`, agent `system`);
+3. stale rule (seed 3.3.1 rule 4): stale memories not recalled for 180 days get importance
+   factor 0.1 (`memory.downweighted`);
+4. a forget run (seed 3.3.1): quality_low, deprecated (including step 2's), then LRU above the
+   per-namespace capacity, each into the tombstones (`memory.forgotten`).
+
+Every selection is a pure function of the projection and `now`, so a tick run twice decides
+nothing new the second time. `zhiyi up` ticks every `interval_s`; `POST /api/v1/admin/tick` and
+`zhiyi tick` run one now. The clock is injected (`events.clock`), so tests move time by days.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from commands.decide import decide_deadline_deprecations, decide_downweights, decide_forget
+from events.clock import Clock
+from projections.queries.forgetting import DEFAULT_CAPACITY, ForgetCandidate, choose, live_rows
+from projections.queries.time_rules import Due, quality_deadline, stale_unrecalled
+from projections.scores import STALE_IMPORTANCE_FACTOR
+
+log = structlog.get_logger(__name__)
+
+READS = ["memories", "activity"]
+
+
+class SchedulerLag(RuntimeError):
+    """The projections did not reach the end of the log in time: nothing was decided."""
+
+    def __init__(self, position: str) -> None:
+        super().__init__(f"projections {READS} did not reach {position}")
+        self.position = position
+
+
+@dataclass(frozen=True, slots=True)
+class TickReport:
+    now_ms: int
+    deprecated: list[Due] = field(default_factory=list)
+    downweighted: list[Due] = field(default_factory=list)
+    forgotten: list[ForgetCandidate] = field(default_factory=list)
+    position: str = ""
+    dry_run: bool = False
+
+
+@dataclass
+class Scheduler:
+    store: Any                  # events.store.EventStore
+    commands: Any               # commands.handlers.CommandService
+    reader: Any                 # projections.reader.MemoriesReader
+    activity: Any               # projections.queries.activity.ActivityReader
+    waiter: Any                 # projections.waiter.CheckpointWaiter
+    clock: Clock
+    capacity: int = DEFAULT_CAPACITY
+    wait_s: float = 30.0
+    _lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False, repr=False)
+
+    async def _rows(self, namespace: str | None = None) -> list[dict[str, Any]]:
+        last = await self.store.last_position()
+        if last and not await self.waiter.wait(READS, last, self.wait_s):
+            raise SchedulerLag(last)
+        return await asyncio.to_thread(live_rows, self.reader, self.activity, namespace)
+
+    async def _settle(self, position: str) -> None:
+        if position and not await self.waiter.wait(READS, position, self.wait_s):
+            raise SchedulerLag(position)
+
+    async def tick(self, *, dry_run: bool = False, capacity: int | None = None) -> TickReport:
+        """One run of every time-driven rule at the clock's now (serialised: one tick at a time)."""
+        capacity = self.capacity if capacity is None else capacity
+        async with self._lock:
+            now = self.clock.now_ms()
+            if dry_run:
+                rows = await self._rows()
+                deadline, stale = quality_deadline(rows, now), stale_unrecalled(rows, now)
+                doomed = {d.memory_id for d in deadline}
+                for r in rows:  # what the forget run would see after the deprecations
+                    if r["id"] in doomed:
+                        r["status"] = "deprecated"
+                return TickReport(now, deadline, stale, choose(rows, capacity), "", True)
+            deprecated, p1 = await self.commands.planned(
+                lambda: self._select(quality_deadline, now), decide_deadline_deprecations, "quality_deadline")
+            downweighted, p2 = await self.commands.planned(
+                lambda: self._select(stale_unrecalled, now),
+                lambda due: decide_downweights(due, STALE_IMPORTANCE_FACTOR), "stale_rule")
+            await self._settle(p2 or p1)
+            forgotten, p3 = await self.commands.planned(
+                lambda: self._forget_plan(capacity), lambda c: _forget_decision(c), "forget")
+            report = TickReport(now, deprecated, downweighted, forgotten, p3 or p2 or p1)
+            log.info("scheduler.ticked", now_ms=now, deprecated=len(deprecated), downweighted=len(downweighted),
+                     forgotten=len(forgotten), position=report.position)
+            return report
+
+    async def _select(self, rule, now: int) -> list[Due]:
+        return rule(await self._rows(), now)
+
+    async def _forget_plan(self, capacity: int, namespace: str | None = None) -> list[ForgetCandidate]:
+        return choose(await self._rows(namespace), capacity)
+
+    async def forget(self, *, capacity: int | None = None, namespace: str | None = None,
+                     dry_run: bool = False, by: str = "admin") -> tuple[list[ForgetCandidate], str]:
+        """A forget run alone (POST /api/v1/admin/forget)."""
+        capacity = self.capacity if capacity is None else capacity
+        async with self._lock:
+            if dry_run:
+                return await self._forget_plan(capacity, namespace), ""
+            return await self.commands.planned(lambda: self._forget_plan(capacity, namespace),
+                                               lambda c: _forget_decision(c, by=by), "forget")
+
+    async def run(self, stop: asyncio.Event, interval_s: float) -> None:
+        """Tick every `interval_s` until `stop` (errors are logged; the next tick tries again)."""
+        while not stop.is_set():
+            try:
+                await asyncio.wait_for(stop.wait(), interval_s)
+                return
+            except asyncio.TimeoutError:
+                pass
+            try:
+                await self.tick()
+            except Exception:  # noqa: BLE001 - a failed tick must not stop the schedule
+                log.exception("scheduler.tick_failed")
+
+
+def _forget_decision(candidates: list[ForgetCandidate], *, by: str = "scheduler"):
+    return decide_forget(candidates, by=by)

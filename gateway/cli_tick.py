@@ -1,0 +1,70 @@
+"""`zhiyi tick`: one scheduler run now (the 7-day quality deadline, the 180-day stale rule, a forget
+run), in-process against the live data dir and the log, like `zhiyi eval`. The projections must be
+up to date, so a running `zhiyi up` (or `zhiyi project`) is needed; exit 2 when they lag."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TextIO
+
+import orjson
+
+from gateway.settings import Settings
+
+WAIT_S = 30.0
+
+
+def add_tick_parser(subparsers: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
+    tp = subparsers.add_parser("tick", parents=parents,
+                               help="run the scheduler once now: quality deadline, stale rule, forget run")
+    tp.add_argument("--dry-run", action="store_true", help="print what it would decide, append nothing")
+    tp.add_argument("--capacity", type=int, default=None, help="forget-run capacity per namespace "
+                    "(default ZHIYI_FORGET_CAPACITY)")
+    tp.add_argument("--json", action="store_true")
+
+
+async def run_tick_command(args: argparse.Namespace, settings: Settings, out: TextIO, err: TextIO) -> int:
+    from commands.handlers import CommandService
+    from commands.scheduler import Scheduler, SchedulerLag
+    from events.clock import SystemClock
+    from events.hlc import iso_from_ms
+    from events.redis_client import connect
+    from events.store import EventStore
+    from projections.queries.activity import ActivityReader
+    from projections.reader import MemoriesReader
+    from projections.registry import projection_dir
+    from projections.waiter import CheckpointWaiter
+
+    if args.capacity is not None and args.capacity < 1:
+        print("zhiyi tick: --capacity must be >= 1", file=err)
+        return 2
+    redis = connect(settings.redis_url)
+    store = EventStore(redis, origin=settings.instance_id)
+    reader = MemoriesReader(projection_dir(settings.data_dir, "memories"))
+    activity = ActivityReader(projection_dir(settings.data_dir, "activity"))
+    scheduler = Scheduler(store, CommandService(store, settings.limits), reader, activity, CheckpointWaiter(store),
+                          SystemClock(), capacity=settings.forget_capacity, wait_s=WAIT_S)
+    try:
+        report = await scheduler.tick(dry_run=args.dry_run, capacity=args.capacity)
+    except SchedulerLag as exc:
+        print(f"zhiyi tick: the projections have not reached {exc.position} in {WAIT_S:.0f} s "
+              "(is `zhiyi up` running?)", file=err)
+        return 2
+    finally:
+        reader.close()
+        activity.close()
+        await redis.aclose()
+    doc = {"now": iso_from_ms(report.now_ms), "dry_run": report.dry_run, "position": report.position,
+           "deprecated": [d.memory_id for d in report.deprecated],
+           "downweighted": [d.memory_id for d in report.downweighted],
+           "forgotten": [{"memory_id": c.memory_id, "reason": c.reason} for c in report.forgotten]}
+    if args.json:
+        out.write(orjson.dumps(doc).decode() + "\n")
+    else:
+        verb = "would decide" if report.dry_run else "decided"
+        print(f"tick at {doc['now']} {verb}: {len(report.deprecated)} deprecated, {len(report.downweighted)} "
+              f"down-weighted, {len(report.forgotten)} forgotten" + (f" (position {report.position})"
+                                                                   if report.position else ""), file=out)
+        for c in report.forgotten:
+            print(f"  forgotten {c.memory_id} ({c.reason})", file=out)
+    return 0
