@@ -38,8 +38,9 @@ VOLATILE_DECAY_MULTIPLIER = 2.0
 DEFAULT_DECAY_RATE = DECAY_RATE_PER_DAY["system_fact"]
 NEUTRAL_QUALITY = 0.5
 NEUTRAL_STANDING = 0.5
-#: Default weight of a memory's standing in its recall score (`importance_weight` per request);
-#: measured on LoCoMo (tests/bench/locomo.py) to cost nothing there, where every memory is fresh.
+#: Default weight of a memory's standing in its recall score (`importance_weight` per request).
+#: LoCoMo (tests/bench/locomo.py; no feedback there, every memory fresh, so only recall counts move
+#: it): r@5 67.4 vs 67.0 at weight 0 on the tuning conversations, 62.1 vs 62.7 held out.
 DEFAULT_RANK_WEIGHT = 0.2
 STALE_UNRECALLED_DAYS = 180       # seed 3.3.1 rule 4
 STALE_IMPORTANCE_FACTOR = 0.1

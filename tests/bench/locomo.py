@@ -10,8 +10,9 @@ conv-41/42/43 are held out (../shared/eval/README.md).
     OPENBLAS_NUM_THREADS=1 .venv/bin/python tests/bench/locomo.py [--systems 0.5:0.6,0:0.6,0:0]
         [--conversations conv-41,conv-42] [--limit-questions 20] [--data PATH]
 
-`--systems` lists the recall settings to measure as diversity:context pairs (the API default
-is 0.5:0.6; context 0 turns context-neighbour smoothing off).
+`--systems` lists the recall settings to measure as diversity:context[:importance_weight] (the
+API default is 0.5:0.6:0.2; context 0 turns context-neighbour smoothing off, importance_weight 0
+ranks by relevance alone).
 """
 
 from __future__ import annotations
@@ -184,23 +185,50 @@ async def wait_projected(s: aiohttp.ClientSession, base: str, key: str, after: i
         await asyncio.sleep(0.2)
 
 
-async def ask(s, base, key, question: str, diversity: float, context: float, latencies: list[float],
+async def reactions_done(redis_url: str, timeout_s: float = 600.0) -> float:
+    """Wait until the reactions group has handled the whole log (PassiveValidator and quality
+    policies run after each commit); returns the seconds waited."""
+    import redis.asyncio as aioredis
+
+    r = aioredis.from_url(redis_url)
+    started = time.perf_counter()
+    try:
+        while time.perf_counter() - started < timeout_s:
+            last = await r.xrevrange("zhiyi:events", "+", "-", count=1)
+            groups = await r.xinfo_groups("zhiyi:events")
+            g = next((g for g in groups if g["name"] in (b"reactions", "reactions")), None)
+            if g is not None and last and g["last-delivered-id"] == last[0][0] and int(g["pending"]) == 0:
+                break
+            await asyncio.sleep(0.5)
+    finally:
+        await r.aclose()
+    return time.perf_counter() - started
+
+
+async def ask(s, base, key, question: str, system: tuple[float, float, float], latencies: list[float],
               took: list[float]) -> list[str]:
+    diversity, context, weight = system
     t = time.perf_counter()
     body = await post(s, f"{base}/api/v1/recall",
-                      {"query": question, "top_k": 25, "diversity": diversity, "context": context, "cache": False},
-                      key, ok=(200,))
+                      {"query": question, "top_k": 25, "diversity": diversity, "context": context,
+                       "importance_weight": weight, "cache": False}, key, ok=(200,))
     latencies.append((time.perf_counter() - t) * 1000)
     took.append(body["took_ms"])
     return [r["memory_id"] for r in body["results"]]
+
+
+def _system(spec: str) -> tuple[float, float, float]:
+    """diversity:context[:importance_weight] (the API defaults 0.5:0.6:0.2)."""
+    parts = [float(x) for x in spec.split(":")]
+    return (parts[0], parts[1], parts[2] if len(parts) > 2 else 0.2)
 
 
 async def main(args: argparse.Namespace) -> None:
     wanted = [c.strip() for c in args.conversations.split(",")] if args.conversations else None
     data = load(Path(args.data), wanted, args.limit_questions)
     convs = list(data)
-    systems = [(float(d), float(c)) for d, c in (pair.split(":") for pair in args.systems.split(","))]
-    label = {(d, c): f"zhiyi diversity={d} context={c}" for d, c in systems}
+    systems = [_system(spec) for spec in args.systems.split(",")]
+    label = {sc: f"zhiyi diversity={sc[0]} context={sc[1]} importance_weight={sc[2]}" for sc in systems}
     per_system: dict[str, list] = {label[sc]: [] for sc in systems}
     per_system["plain BM25"] = []
     latencies: list[float] = []
@@ -215,7 +243,8 @@ async def main(args: argparse.Namespace) -> None:
                     await wait_projected(s, base, key, last)
                 n_turns = sum(len(data[c]["turns"]) for c in convs)
                 print(f"committed and projected {n_turns:,} turns of {len(convs)} conversations "
-                      f"in {time.perf_counter() - started:.1f} s")
+                      f"in {time.perf_counter() - started:.1f} s; reactions caught up "
+                      f"{await reactions_done(redis_url):.1f} s later")
                 started = time.perf_counter()
                 for cid in convs:
                     key, to_dia, _ = agents[cid]
@@ -224,10 +253,10 @@ async def main(args: argparse.Namespace) -> None:
                         if not q["ev"]:
                             skipped += 1
                             continue
-                        for d, c in systems:
-                            ids = await ask(s, base, key, q["q"], d, c, latencies, took)
+                        for sc in systems:
+                            ids = await ask(s, base, key, q["q"], sc, latencies, took)
                             ranked = [to_dia.get(mid, set()) for mid in ids]
-                            per_system[label[(d, c)]].append((cid, q["cat"], question_scores(ranked, q["ev"])))
+                            per_system[label[sc]].append((cid, q["cat"], question_scores(ranked, q["ev"])))
                         ranked = [{dia} for dia in bm25.search(q["q"], 25)]
                         per_system["plain BM25"].append((cid, q["cat"], question_scores(ranked, q["ev"])))
                 print(f"asked {len(latencies):,} recalls in {time.perf_counter() - started:.1f} s; "

@@ -25,6 +25,9 @@ async def test_five_not_useful_down_weight_at_once_and_the_next_run_forgets(api)
     assert status == 200 and run["count"] == 1 and run["position"]
     v = await _versions(api, key, bad, run["position"])
     assert v["is_deleted"] is True and v["versions"][-1]["reason"] == "forgotten: quality_low"
+    status, tombs = await api.call("GET", "/api/v1/admin/tombstones", params={"memory_id": bad, "after": run["position"]})
+    assert status == 200 and [(t["reason"], t["content_snapshot"]) for t in tombs["tombstones"]] == [
+        ("quality_low", "the VPN password rotates every Monday")]
     _, recalled = await api.recall(key, "VPN password rotation", after=run["position"], cache=False)
     assert bad not in [r["memory_id"] for r in recalled["results"]]
     assert good in [r["memory_id"] for r in recalled["results"]]
