@@ -36,6 +36,7 @@ from projections.checkpoint_file import Checkpoint
 from projections.digest import canonical, digest_columns, vector_token
 from projections.errors import RebuildRequired
 from projections.lance import LanceTable, WriterLock, vectors_from_arrow, vectors_to_arrow
+from projections.lance_projection import LanceProjection
 from projections.memory_fold import fold
 from projections.memory_rows import (
     FILTER_COLUMNS, SCALAR_COLUMNS, SCHEMA_VERSION, SEARCH_TEXT, TABLE, memories_schema, memory_id_of,
@@ -58,7 +59,7 @@ def _digest_table(table: pa.Table) -> str:
     return digest_columns(columns, canonicalize=False)
 
 
-class MemoriesProjector:
+class MemoriesProjector(LanceProjection):
     """Folds `memory.committed` / `memory.deleted` into LanceDB under `directory` (single writer)."""
 
     name = "memories"
@@ -80,9 +81,7 @@ class MemoriesProjector:
                                  bitmap_columns=FILTER_COLUMNS if serving_indexes else (),
                                  fts_columns={SEARCH_TEXT: FTS_CONFIG} if serving_indexes else None)
         self._lock = WriterLock(self.directory)
-        self._ck: Checkpoint | None = None
-        self._ck_loaded = False
-        self._recovered = False
+        self._init_checkpointing()
         self._writes_since_optimize = 0
         self._rows_since_optimize = 0
         self._memo: dict[str, np.ndarray] = {}  # content -> vector, filled by prepare()
@@ -95,43 +94,10 @@ class MemoriesProjector:
             self._schema = memories_schema(int(self.embedder.dim))
         return self._schema
 
-    def _meta(self) -> dict[str, Any]:
+    def _meta(self, *, complete: bool = True) -> dict[str, Any]:
+        if not complete:  # checked before the embedding model is loaded
+            return {"model": self.embedder.model_id, "schema": SCHEMA_VERSION}
         return {"model": self.embedder.model_id, "dim": int(self.embedder.dim), "schema": SCHEMA_VERSION}
-
-    def _check_meta(self, ck: Checkpoint | None, *, dim: bool) -> None:
-        if ck is None or not ck.meta:
-            return
-        want = self._meta() if dim else {"model": self.embedder.model_id, "schema": SCHEMA_VERSION}
-        got = {k: ck.meta.get(k) for k in want}
-        if got != want:
-            raise RebuildRequired(
-                f"projection {self.directory} was built with {got}, this build uses {want}: "
-                "rebuild it from the log (zhiyi replay)")
-
-    # ------------------------------------------------------------------ checkpoint
-
-    async def _current(self) -> Checkpoint | None:
-        if not self._ck_loaded:
-            self._ck = await asyncio.to_thread(checkpoint_file.load, self.directory)
-            self._ck_loaded = True
-        return self._ck
-
-    async def load_checkpoint(self) -> str | None:
-        """The durably stored checkpoint (re-read from disk: another process may be the writer)."""
-        ck = await asyncio.to_thread(checkpoint_file.load, self.directory)
-        self._ck, self._ck_loaded = ck, True
-        self._check_meta(ck, dim=False)
-        if ck is not None and ck.table_version is not None:
-            latest = await self._table.latest_version()
-            if latest is None or latest < ck.table_version:
-                # e.g. a power loss kept the fsynced checkpoint but not the table's last commits
-                raise RebuildRequired(f"table in {self.directory} is at version {latest}, behind its checkpoint "
-                                      f"(version {ck.table_version}, position {ck.position}): rebuild it")
-        return ck.position if ck else None
-
-    async def _save_checkpoint(self, ck: Checkpoint) -> None:
-        """Overridable seam (tests simulate a crash between the rows and the checkpoint)."""
-        await asyncio.to_thread(checkpoint_file.save, self.directory, ck)
 
     # ------------------------------------------------------------------ fold
 
@@ -149,25 +115,6 @@ class MemoriesProjector:
         if excess > 0:
             for k in list(islice(self._memo, excess)):
                 del self._memo[k]
-
-    async def _recover(self) -> None:
-        """Once per writer: roll back commits made after the checkpoint (a crash between the rows
-        and the checkpoint), so that the table is exactly the state as of its checkpoint."""
-        self._lock.acquire()
-        if self._recovered:
-            return
-        ck = await self._current()
-        self._check_meta(ck, dim=True)
-        self._recovered = True
-        if ck is None or ck.table_version is None:
-            return  # nothing to roll back to: replays rely on the per-row positions
-        latest = await self._table.latest_version()
-        if latest is not None and latest > ck.table_version:
-            version = await self._table.restore(ck.table_version)
-            await self._save_checkpoint(Checkpoint(ck.projector, ck.position, version, ck.meta))
-            self._ck = Checkpoint(ck.projector, ck.position, version, ck.meta)
-            log.warning("memories.rolled_back", uncheckpointed_version=latest, restored=ck.table_version,
-                        position=ck.position)
 
     def read_scope(self, event: Event) -> str | None:
         """Changes to a memory (commit, correction, deprecation, feedback, forgetting, deletion) change
@@ -195,8 +142,7 @@ class MemoriesProjector:
         else:
             version = ck.table_version if ck is not None else await self._table.version()
         new = Checkpoint(self.name, last_position(fresh, ck.position if ck else None), version, self._meta())
-        await self._save_checkpoint(new)
-        self._ck = new
+        await self._checkpoint(new)
         log.debug("memories.applied", events=len(fresh), rows=len(rows), upsert=upsert,
                   position=new.position, ms=round((time.perf_counter() - started) * 1000, 1))
         if (self.compact_after_writes and self._writes_since_optimize >= self.compact_after_writes) or \
@@ -286,11 +232,7 @@ class MemoriesProjector:
         self._writes_since_optimize = 0
         self._rows_since_optimize = 0
         self._maintained = True
-        if ck is not None and ck.table_version == before and version != before:
-            # Same rows, newer version: keep the checkpoint pointing at a version that is kept.
-            moved = Checkpoint(ck.projector, ck.position, version, ck.meta)
-            await self._save_checkpoint(moved)
-            self._ck = moved
+        await self._keep_checkpoint_after_optimize(ck, before, version)
         log.info("memories.optimized", version=version, ms=round((time.perf_counter() - started) * 1000, 1),
                  stats=str(stats))
 

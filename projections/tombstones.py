@@ -39,8 +39,8 @@ from events.hlc import iso_from_ms
 from projections import checkpoint_file
 from projections.checkpoint_file import Checkpoint
 from projections.digest import digest_columns
-from projections.errors import RebuildRequired
 from projections.lance import LanceTable, WriterLock
+from projections.lance_projection import LanceProjection
 from projections.projector import after_checkpoint, last_position
 from projections.queries.tombstones import SCHEMA, SCHEMA_VERSION, TABLE
 
@@ -67,7 +67,7 @@ def _digest_table(table: pa.Table) -> str:
     return digest_columns({name: table.column(name).to_pylist() for name in table.schema.names})
 
 
-class TombstonesProjector:
+class TombstonesProjector(LanceProjection):
     """Folds `memory.forgotten` into LanceDB under `directory` (single writer)."""
 
     name = "tombstones"
@@ -79,66 +79,12 @@ class TombstonesProjector:
         self.retention = retention
         self._table = LanceTable(self.directory, TABLE, SCHEMA)
         self._lock = WriterLock(self.directory)
-        self._ck: Checkpoint | None = None
-        self._ck_loaded = False
-        self._recovered = False
+        self._init_checkpointing()
         self._writes_since_optimize = 0
         self._maintained = False  # the first maintain always runs (it adds a missing key index)
 
-    # ------------------------------------------------------------------ checkpoint
-
-    @staticmethod
-    def _meta() -> dict[str, Any]:
+    def _meta(self, *, complete: bool = True) -> dict[str, Any]:
         return {"schema": SCHEMA_VERSION}
-
-    def _check_meta(self, ck: Checkpoint | None) -> None:
-        if ck is None or not ck.meta:
-            return
-        got = {k: ck.meta.get(k) for k in self._meta()}
-        if got != self._meta():
-            raise RebuildRequired(f"projection {self.directory} was built with {got}, this build uses "
-                                  f"{self._meta()}: rebuild it from the log (zhiyi replay)")
-
-    async def _current(self) -> Checkpoint | None:
-        if not self._ck_loaded:
-            self._ck = await asyncio.to_thread(checkpoint_file.load, self.directory)
-            self._ck_loaded = True
-        return self._ck
-
-    async def load_checkpoint(self) -> str | None:
-        """The durably stored checkpoint (re-read from disk: another process may be the writer)."""
-        ck = await asyncio.to_thread(checkpoint_file.load, self.directory)
-        self._ck, self._ck_loaded = ck, True
-        self._check_meta(ck)
-        if ck is not None and ck.table_version is not None:
-            latest = await self._table.latest_version()
-            if latest is None or latest < ck.table_version:
-                raise RebuildRequired(f"table in {self.directory} is at version {latest}, behind its checkpoint "
-                                      f"(version {ck.table_version}, position {ck.position}): rebuild it")
-        return ck.position if ck else None
-
-    async def _save_checkpoint(self, ck: Checkpoint) -> None:
-        """Overridable seam (tests simulate a crash between the rows and the checkpoint)."""
-        await asyncio.to_thread(checkpoint_file.save, self.directory, ck)
-        self._ck = ck
-
-    async def _recover(self) -> None:
-        """Once per writer: roll back commits made after the checkpoint (a crash between the rows
-        and the checkpoint), so that the table is exactly the state as of its checkpoint."""
-        self._lock.acquire()
-        if self._recovered:
-            return
-        ck = await self._current()
-        self._check_meta(ck)
-        self._recovered = True
-        if ck is None or ck.table_version is None:
-            return  # nothing to roll back to: the rows already there make a replay a no-op
-        latest = await self._table.latest_version()
-        if latest is not None and latest > ck.table_version:
-            version = await self._table.restore(ck.table_version)
-            await self._save_checkpoint(Checkpoint(ck.projector, ck.position, version, ck.meta))
-            log.warning("tombstones.rolled_back", uncheckpointed_version=latest, restored=ck.table_version,
-                        position=ck.position)
 
     # ------------------------------------------------------------------ fold
 
@@ -163,7 +109,7 @@ class TombstonesProjector:
         # index (LanceTable.write's own answer predates the index); on a retried batch, the rows it wrote.
         version = await self._table.version()
         new = Checkpoint(self.name, last_position(fresh, ck.position if ck else None), version, self._meta())
-        await self._save_checkpoint(new)
+        await self._checkpoint(new)
         log.debug("tombstones.applied", events=len(fresh), rows=len(rows), position=new.position,
                   ms=round((time.perf_counter() - started) * 1000, 1))
         if self.compact_after_writes and self._writes_since_optimize >= self.compact_after_writes:
@@ -204,9 +150,7 @@ class TombstonesProjector:
         stats, version = await self._table.optimize(self.retention)
         self._writes_since_optimize = 0
         self._maintained = True
-        if ck is not None and ck.table_version == before and version != before:
-            # Same rows, newer version: keep the checkpoint pointing at a version that is kept.
-            await self._save_checkpoint(Checkpoint(ck.projector, ck.position, version, ck.meta))
+        await self._keep_checkpoint_after_optimize(ck, before, version)
         log.info("tombstones.optimized", version=version, stats=str(stats))
 
     async def close(self) -> None:
