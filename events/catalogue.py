@@ -265,6 +265,53 @@ class MemoryValidated:
         object.__setattr__(self, "evidence", tuple(self.evidence))
 
 
+@event_type("conflict.detected")
+@dataclass(frozen=True, slots=True)
+class ConflictDetected:
+    """Two memories contradict each other (seed 3.3.2; the detector comes with a later issue).
+    The graph links them with CONFLICTS_WITH, weight = the detector's confidence."""
+
+    conflict_id: str
+    namespace: str
+    memory_ids: tuple[str, ...]
+    confidence: float = 0.5
+    kind: str = "fact"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "memory_ids", tuple(self.memory_ids))
+
+
+@event_type("conflict.resolved")
+@dataclass(frozen=True, slots=True)
+class ConflictResolved:
+    """A conflict was settled (`strategy`: ask_user, latest_wins, ...); its CONFLICTS_WITH edge is
+    archived by graph pruning 7 days later."""
+
+    conflict_id: str
+    namespace: str
+    strategy: str = "ask_user"
+    winner: str = ""
+
+
+@event_type("graph.pruned")
+@dataclass(frozen=True, slots=True)
+class GraphPruned:
+    """Graph maintenance decided by the scheduler (seed 2.5.5): nodes and edges to delete, edges to
+    archive (weight 0) and redundant edges merged into a kept one (evidence added). PageRank is
+    recomputed over the whole graph when this event is folded."""
+
+    removed_nodes: tuple[str, ...] = ()
+    removed_edges: tuple[str, ...] = ()
+    archived_edges: tuple[str, ...] = ()
+    merged_edges: tuple[tuple[str, str], ...] = ()   # (removed edge id, kept edge id)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "removed_nodes", tuple(self.removed_nodes))
+        object.__setattr__(self, "removed_edges", tuple(self.removed_edges))
+        object.__setattr__(self, "archived_edges", tuple(self.archived_edges))
+        object.__setattr__(self, "merged_edges", tuple(tuple(p) for p in self.merged_edges))
+
+
 @event_type("recall.served")
 @dataclass(frozen=True, slots=True)
 class RecallServed:

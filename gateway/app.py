@@ -11,7 +11,9 @@ from events.clock import SystemClock
 from gateway.appkeys import CLOCK, EMBEDDER, SETTINGS
 from gateway.auth import PRINCIPAL, auth_middleware
 from gateway.errors import error_middleware
-from gateway.handlers import admin, agents, evaluation, feedback, memories, recall, synonyms, system, tombstones
+from gateway.handlers import (
+    admin, agents, evaluation, feedback, graph, memories, recall, synonyms, system, tombstones,
+)
 from gateway.runtime import resources
 from gateway.settings import Settings
 
@@ -41,6 +43,6 @@ def create_app(settings: Settings, *, embedder=None, clock=None) -> web.Applicat
         app[EMBEDDER] = embedder
     app[CLOCK] = clock if clock is not None else SystemClock()
     app.cleanup_ctx.append(resources)
-    for module in (system, agents, memories, feedback, admin, tombstones, recall, synonyms, evaluation):
+    for module in (system, agents, memories, feedback, admin, tombstones, recall, synonyms, evaluation, graph):
         app.add_routes(module.routes())
     return app

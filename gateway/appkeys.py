@@ -19,6 +19,7 @@ AUDIT = web.AppKey("audit", object)                 # gateway.audit.AuditWriter 
 RECALL_CACHE = web.AppKey("recall_cache", object)  # events.cache.RecallCache
 RERANKER = web.AppKey("reranker", object)  # projections.rerank.Reranker or None
 SYNONYMS = web.AppKey("synonyms", object)    # projections.queries.synonyms.SynonymsReader
+GRAPH = web.AppKey("graph", object)          # projections.queries.graph.GraphReader
 ACTIVITY = web.AppKey("activity", object)    # projections.queries.activity.ActivityReader
 TOMBSTONES = web.AppKey("tombstones", object)  # projections.queries.tombstones.TombstonesReader
 EVAL = web.AppKey("eval", object)            # commands.evaluation.EvalService

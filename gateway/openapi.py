@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from events.vocabulary import CATEGORIES, DECAY_CLASSES, KINDS, TIERS
-from gateway import openapi_eval, openapi_feedback
+from gateway import openapi_eval, openapi_feedback, openapi_graph
 
 
 def _ref(name: str) -> dict:
@@ -91,12 +91,20 @@ SCHEMAS: dict[str, Any] = {
         "importance": {"type": "number", "description": "factor x recency (half-life 90 d) x (1 + ln(1 + recalls))"},
         "quality_score": {"type": "number", "description": "useful / (useful + not useful); 0.5 without feedback"},
         "confidence": {"type": "number", "description": "source trust + PassiveValidator confirmations, <= 1"},
+        "expansion": {"type": "string", "enum": ["graph"],
+                      "description": "added by graph expansion (fewer than 5 results passed)"},
+        "via": {"type": "string", "description": "the hit an expansion came from, and the relation"},
         "warnings": {"type": "array", "items": {"type": "string"},
                      "description": "stale, volatile, low_quality or deprecated memory notes"}}},
     "RecallResponse": {"type": "object", "properties": {
         "results": {"type": "array", "items": _ref("RecallResult")},
         "namespaces": {"type": "array", "items": {"type": "string"}},
-        "position": POSITION, "took_ms": {"type": "number"}, "cached": {"type": "boolean"}}},
+        "position": POSITION, "took_ms": {"type": "number"}, "cached": {"type": "boolean"},
+        "prefetch": {"type": "array", "description": "CO_OCCURS partners (weight > 0.6) of the results",
+                     "items": {"type": "object", "properties": {
+                         "memory_id": {"type": "string"}, "content": {"type": "string"},
+                         "namespace": {"type": "string"}, "weight": {"type": "number"},
+                         "with": {"type": "string", "description": "the result it co-occurs with"}}}}}},
     "BootstrapResponse": {"type": "object", "properties": {
         "results": {"type": "array", "items": {"type": "object", "properties": {
             "memory_id": {"type": "string"}, "content": {"type": "string"}, "namespace": {"type": "string"},
@@ -200,10 +208,11 @@ def openapi_document() -> dict:
                                       "responses": {"200": _json(_ref("Stats")), **_errors("400", "401", "504")}}},
             **openapi_eval.PATHS,
             **openapi_feedback.PATHS,
+            **openapi_graph.PATHS,
         },
         "components": {
             "securitySchemes": {"ApiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"}},
-            "schemas": {**SCHEMAS, **openapi_eval.SCHEMAS, **openapi_feedback.SCHEMAS},
+            "schemas": {**SCHEMAS, **openapi_eval.SCHEMAS, **openapi_feedback.SCHEMAS, **openapi_graph.SCHEMAS},
             "responses": {
                 "BadRequest": _error_response("Malformed JSON, wrong types, missing fields, or admin write "
                                               "without agent_id"),

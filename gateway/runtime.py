@@ -11,6 +11,7 @@ from aiohttp import web
 
 from commands.evaluation import EvalService
 from commands.handlers import CommandService
+from commands.reactions.cascade import CorrectionCascadePolicy
 from commands.reactions.quality import QualityNoticePolicy
 from commands.reactions.runner import ReactionsRunner
 from commands.reactions.validator import PassiveValidatorPolicy
@@ -19,13 +20,14 @@ from events.cache import RecallCache
 from events.redis_client import connect
 from events.store import EventStore
 from gateway.appkeys import (
-    ACTIVITY, AUDIT, BACKGROUND, CLOCK, COMMANDS, EMBEDDER, EVAL, PROJECTORS, REACTIONS, READER, RECALL, RECALL_CACHE,
+    ACTIVITY, AUDIT, BACKGROUND, CLOCK, COMMANDS, EMBEDDER, EVAL, GRAPH, PROJECTORS, REACTIONS, READER, RECALL, RECALL_CACHE,
     RERANKER, RUNNER_TASKS, SCHEDULER, SETTINGS, STOPPING, STORE, SYNONYMS, TOMBSTONES, WAITER,
 )
 from gateway.audit import AuditWriter
 from gateway.settings import Settings
 from projections.embedding import make_embedder
 from projections.queries.activity import ActivityReader
+from projections.queries.graph import GraphReader
 from projections.queries.recall import RecallService
 from projections.queries.synonyms import SynonymsReader
 from projections.queries.tombstones import TombstonesReader
@@ -40,14 +42,14 @@ log = structlog.get_logger(__name__)
 
 
 def build_recall(settings: Settings, reader: MemoriesReader, embedder, synonyms, *, activity=None,
-                 clock=None) -> tuple[RecallService, object]:
+                 clock=None, graph=None) -> tuple[RecallService, object]:
     """The recall service as the gateway serves it (the CLI's `zhiyi eval` builds the same), and its
     reranker (None unless one is configured). The caller closes both (`recaller.index.close()`)."""
     reranker = (make_reranker(settings.rerank_endpoint, settings.rerank_api_key, settings.rerank_model)
                 if settings.rerank_endpoint or settings.local_rerank else None)
     index = ServingIndex(projection_dir(settings.data_dir, "memories"))
     return RecallService(reader, embedder, synonyms=synonyms, reranker=reranker, index=index, activity=activity,
-                         clock=clock), reranker
+                         clock=clock, graph=graph), reranker
 
 
 async def _warm_up(embedder) -> None:
@@ -75,9 +77,10 @@ async def resources(app: web.Application) -> AsyncIterator[None]:
     app[COMMANDS] = CommandService(store, settings.limits)
     app[SYNONYMS] = SynonymsReader(projection_dir(settings.data_dir, "synonyms"))
     app[ACTIVITY] = ActivityReader(projection_dir(settings.data_dir, "activity"))
+    app[GRAPH] = GraphReader(projection_dir(settings.data_dir, "graph"))
     app[TOMBSTONES] = TombstonesReader(projection_dir(settings.data_dir, "tombstones"))
     app[RECALL], reranker = build_recall(settings, reader, embedder, app[SYNONYMS], activity=app[ACTIVITY],
-                                         clock=app[CLOCK])
+                                         clock=app[CLOCK], graph=app[GRAPH])
     app[RERANKER] = reranker
     app[RECALL_CACHE] = RecallCache(redis, settings.recall_cache_ttl_s)
     app[EVAL] = EvalService(store, app[RECALL], reader)
@@ -104,7 +107,8 @@ async def resources(app: web.Application) -> AsyncIterator[None]:
                                capacity=settings.forget_capacity, wait_s=settings.projection_wait_s)
     app[REACTIONS] = None
     if settings.run_reactions:
-        policies = [QualityNoticePolicy(reader, redis), PassiveValidatorPolicy(app[RECALL], reader, redis)]
+        policies = [QualityNoticePolicy(reader, redis), PassiveValidatorPolicy(app[RECALL], reader, redis),
+                    CorrectionCascadePolicy(app[GRAPH], store)]
         app[REACTIONS] = ReactionsRunner(store, policies, consumer=settings.instance_id, waiter=waiter)
         app[RUNNER_TASKS].append(asyncio.create_task(app[REACTIONS].run(app[STOPPING]), name="reactions"))
         log.info("reactions.started", policies=[p.name for p in policies])
@@ -131,6 +135,7 @@ async def resources(app: web.Application) -> AsyncIterator[None]:
                 await reranker.close()
         app[SYNONYMS].close()
         app[ACTIVITY].close()
+        app[GRAPH].close()
         app[TOMBSTONES].close()
         if owns_embedder:
             with contextlib.suppress(Exception):

@@ -2,7 +2,7 @@
 
 Each projector has its own subdirectory `<root>/projections/<name>`; `root` is the data dir
 for the live projections, or a scratch dir for a rebuild. Add new projectors here (the
-knowledge-graph projector will be the next one).
+graph projector is the newest).
 """
 
 from __future__ import annotations
@@ -11,13 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from projections.activity import ActivityProjector
+from projections.graph import GraphProjector
 from projections.memories import MemoriesProjector
 from projections.projector import Projector
 from projections.synonyms import SynonymsProjector
 from projections.tombstones import TombstonesProjector
 
 PROJECTIONS_DIR = "projections"
-NAMES: tuple[str, ...] = ("memories", "synonyms", "activity", "tombstones")
+NAMES: tuple[str, ...] = ("memories", "synonyms", "activity", "tombstones", "graph")
 
 
 def projections_root(root: Path) -> Path:
@@ -35,7 +36,9 @@ def make_projectors(data_dir: Path, embedder: Any, *, offline: bool = False) -> 
     activity = ActivityProjector(projection_dir(data_dir, "activity"))
     tombstones = TombstonesProjector(projection_dir(data_dir, "tombstones"),
                                      compact_after_writes=0 if offline else 100)
+    graph = GraphProjector(projection_dir(data_dir, "graph"))
     if offline:
         return [MemoriesProjector(projection_dir(data_dir, "memories"), embedder, compact_after_rows=0,
-                                  vector_index_min_rows=0, serving_indexes=False), synonyms, activity, tombstones]
-    return [MemoriesProjector(projection_dir(data_dir, "memories"), embedder), synonyms, activity, tombstones]
+                                  vector_index_min_rows=0, serving_indexes=False), synonyms, activity, tombstones,
+                graph]
+    return [MemoriesProjector(projection_dir(data_dir, "memories"), embedder), synonyms, activity, tombstones, graph]

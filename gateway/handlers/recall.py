@@ -111,10 +111,11 @@ async def recall(request: web.Request) -> web.Response:
     index = getattr(service, "index", None)
     position = index.position if index is not None and index.ready and index.position else \
         await store.checkpoint("memories")
+    prefetch = await service.prefetch([r["memory_id"] for r in results], scope)
     took_ms = round((time.perf_counter() - started) * 1000, 2)
     _audit(request, actor, query, scope, results, top_k)
     return json_response({"results": results, "namespaces": scope, "position": position, "took_ms": took_ms,
-                          "cached": cached is not None})
+                          "cached": cached is not None, "prefetch": prefetch})
 
 
 def _result(h: RecallHit) -> dict:
@@ -125,6 +126,8 @@ def _result(h: RecallHit) -> dict:
            "quality_score": round(float(h.quality_score), 6), "confidence": round(float(h.confidence), 6)}
     if h.fallback:
         out["fallback"] = "shared"
+    if h.expansion:
+        out["expansion"], out["via"] = h.expansion, h.via
     if h.warnings:
         out["warnings"] = list(h.warnings)
     return out

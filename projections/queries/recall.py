@@ -18,6 +18,10 @@
 - MMR: `diversity` 0..1 (0 = relevance order).
 - Shared fallback (plan E4.2): when the request narrows to a private namespace and fewer than
   3 results pass, up to 5 `shared` hits are appended with their score x 0.5, marked.
+- Graph expansion (plan E1): when fewer than 5 results pass, the memories one hop from the hits
+  in the knowledge graph (DEPENDS_ON, CO_OCCURS, a shared entity) are added, marked, with the
+  score of the hit they came from x the edge weight x 0.5; `prefetch` lists the CO_OCCURS partners
+  (weight > 0.6) of the results.
 """
 
 from __future__ import annotations
@@ -41,6 +45,8 @@ SHARED = "shared"
 FALLBACK_BELOW = 3     # E4.2: fewer results than this in a private namespace -> add shared ones
 FALLBACK_COUNT = 5
 FALLBACK_FACTOR = 0.5
+GRAPH_EXPAND_BELOW = 5   # plan E1: fewer results than this -> expand one hop through the graph
+GRAPH_FACTOR = 0.5
 #: Weight of a memory's context neighbours in its lexical score (`projections.serving_index`):
 #: tuned on LoCoMo conv-26/30, where it is worth ~7 points of recall@5 (a question's answer is
 #: often the turn after the one it matches); 0 turns it off.
@@ -93,6 +99,8 @@ class RecallHit:
     importance: float = 1.0
     quality_score: float = 0.5
     confidence: float = 0.5
+    expansion: str = ""          # "graph" when added by graph expansion
+    via: str = ""                # the hit it was reached from, and how
 
 
 @dataclass(slots=True)
@@ -103,6 +111,7 @@ class Candidate:
     similarity: float
     fallback: bool = False
     scores: Scores | None = None
+    via: str = ""
 
     def hit(self) -> RecallHit:
         r = self.row
@@ -124,7 +133,8 @@ class Candidate:
                          fallback=self.fallback, warnings=tuple(warnings),
                          importance=s.importance if s is not None else 1.0,
                          quality_score=s.quality if s is not None else 0.5,
-                         confidence=s.confidence if s is not None else 0.5)
+                         confidence=s.confidence if s is not None else 0.5,
+                         expansion="graph" if self.via else "", via=self.via)
 
 
 class QueryVectors:
@@ -186,7 +196,7 @@ class QueryVectors:
 class RecallService:
     def __init__(self, reader: MemoriesReader, embedder: Any, *, synonyms: Any = None, reranker: Any = None,
                  fusion: FusionParams = DEFAULT, rerank_top: int = 20, index: Any = None, activity: Any = None,
-                 clock: Any = None) -> None:
+                 clock: Any = None, graph: Any = None) -> None:
         self.reader = reader
         self.index = index            # projections.serving_index.ServingIndex, or None: LanceDB only
         self.queries = QueryVectors(embedder)
@@ -196,6 +206,7 @@ class RecallService:
         self.rerank_top = rerank_top
         self.activity = activity      # projections.queries.activity.ActivityReader: recall counts
         self.clock = clock or SystemClock()   # events.clock.Clock: `now` of the derived scores
+        self.graph = graph            # projections.queries.graph.GraphReader: expansion, prefetch
 
     @property
     def fingerprint(self) -> str:
@@ -219,7 +230,41 @@ class RecallService:
         chosen = self._diversify(ranked, req.top_k, req.diversity)
         if req.shared_fallback and len(chosen) < FALLBACK_BELOW and SHARED not in req.namespaces:
             chosen += await self._fallback(source, req, vector, {c.row["id"] for c in chosen})
+        if self.graph is not None and chosen and len(chosen) < min(GRAPH_EXPAND_BELOW, req.top_k):
+            chosen += await self._expand(source, req, chosen)
         return [c.hit() for c in chosen[: req.top_k]]
+
+    async def _expand(self, source: Any, req: RecallRequest, chosen: list[Candidate]) -> list[Candidate]:
+        """One hop through the knowledge graph from the hits (plan E1)."""
+        by_id = {c.row["id"]: c for c in chosen}
+        near = await asyncio.to_thread(self.graph.neighbours, list(by_id), req.namespaces,
+                                       req.top_k - len(chosen))
+        if not near:
+            return []
+        rows = await source.arows([n.memory_id for n in near], vectors=True)
+        out = []
+        for n in near:
+            row = rows.get(n.memory_id)
+            if row is None or row.get("namespace") not in req.namespaces:
+                continue
+            vec = row.pop("vector")
+            how = f"{n.relation}:{n.entity}" if n.entity else n.relation
+            out.append(Candidate(row, vec, by_id[n.via].score * n.weight * GRAPH_FACTOR, 0.0,
+                                 via=f"{n.via} ({how})"))
+        return self._stand(out, 0.0)
+
+    async def prefetch(self, memory_ids: list[str], namespaces: list[str], limit: int = 5) -> list[dict[str, Any]]:
+        """CO_OCCURS partners (weight > 0.6) of the results: what the agent will likely ask next."""
+        if self.graph is None or not memory_ids:
+            return []
+        near = await asyncio.to_thread(self.graph.prefetch, memory_ids, namespaces, limit=limit)
+        if not near:
+            return []
+        source = await self._source()
+        rows = await source.arows([n.memory_id for n in near])
+        return [{"memory_id": n.memory_id, "content": rows[n.memory_id]["content"],
+                 "namespace": rows[n.memory_id]["namespace"], "weight": round(n.weight, 6), "with": n.via}
+                for n in near if n.memory_id in rows]
 
     def _needed(self, req: RecallRequest) -> int:
         """How many fused candidates to materialise: MMR wants a choice, rerank its head."""

@@ -1,0 +1,165 @@
+"""Read side of the knowledge graph (`projections.graph`): stats, navigation, the pattern
+language, and the lookups recall and the correction cascade use. Every read is limited to the
+namespaces the caller may read (seed 2.5.6); a missing database reads as an empty graph.
+Synchronous (SQLite): call from a thread."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from projections.queries.graph_schema import DB_FILE, NODE_TYPES, RELATION_TYPES
+
+PREFETCH_MIN_WEIGHT = 0.6          # seed 2.6 step 6 / appendix B prefetch.cooccur_threshold
+ENTITY_FANOUT = 50                 # memories reached through one entity, at most
+
+
+@dataclass(frozen=True, slots=True)
+class Neighbour:
+    memory_id: str
+    via: str            # the hit it was reached from
+    relation: str       # DEPENDS_ON | CO_OCCURS | REFERENCES (a shared entity)
+    weight: float
+    entity: str = ""    # the shared entity's label, for REFERENCES
+
+
+def _marks(n: int) -> str:
+    return ",".join("?" * n)
+
+
+class GraphReader:
+    def __init__(self, directory: Path) -> None:
+        self.path = Path(directory) / DB_FILE
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+
+    def connection(self) -> sqlite3.Connection | None:
+        if self._conn is None:
+            if not self.path.exists():
+                return None
+            self._conn = sqlite3.connect(f"{self.path.as_uri()}?mode=ro", uri=True, check_same_thread=False)
+        return self._conn
+
+    def _read(self, fn, empty):
+        with self._lock:
+            conn = self.connection()
+            if conn is None:
+                return empty
+            try:
+                return fn(conn)
+            except sqlite3.OperationalError as exc:
+                if "no such table" in str(exc):
+                    return empty
+                raise
+
+    # ------------------------------------------------------------------ stats
+
+    def stats(self, namespaces: list[str] | None) -> dict[str, Any]:
+        def run(conn: sqlite3.Connection) -> dict[str, Any]:
+            where, args = ("WHERE namespace IN (" + _marks(len(namespaces)) + ")", namespaces) if namespaces \
+                else ("", [])
+            nodes = dict(conn.execute(f"SELECT type, COUNT(*) FROM graph_nodes {where} GROUP BY type", args).fetchall())
+            edges = dict(conn.execute(f"SELECT relation_type, COUNT(*) FROM graph_edges {where} "
+                                      "GROUP BY relation_type", args).fetchall())
+            by_ns: dict[str, dict[str, int]] = {}
+            for ns, n in conn.execute(f"SELECT namespace, COUNT(*) FROM graph_nodes {where} GROUP BY namespace", args):
+                by_ns.setdefault(ns, {"nodes": 0, "edges": 0})["nodes"] = n
+            for ns, n in conn.execute(f"SELECT namespace, COUNT(*) FROM graph_edges {where} GROUP BY namespace", args):
+                by_ns.setdefault(ns, {"nodes": 0, "edges": 0})["edges"] = n
+            return _stats(nodes, edges, by_ns)
+
+        return self._read(run, _stats({}, {}, {}))
+
+    def namespaces(self) -> list[str]:
+        return self._read(lambda conn: [r[0] for r in conn.execute(
+            "SELECT DISTINCT namespace FROM graph_nodes ORDER BY namespace")], [])
+
+    def with_connection(self, fn, empty):
+        """Run `fn(conn)` under the reader's lock (navigation, the pattern language)."""
+        return self._read(fn, empty)
+
+    # ------------------------------------------------------------------ recall, cascade
+
+    def dependants(self, memory_id: str) -> list[str]:
+        """Memories that DEPENDS_ON `memory_id` (any namespace: a cascade crosses them)."""
+        return self._read(lambda conn: [r[0] for r in conn.execute(
+            "SELECT source_id FROM graph_edges WHERE target_id = ? AND relation_type = 'DEPENDS_ON' "
+            "ORDER BY source_id", (memory_id,))], [])
+
+    def neighbours(self, memory_ids: list[str], namespaces: list[str], limit: int = 20) -> list[Neighbour]:
+        """Memories one hop from `memory_ids` (a DEPENDS_ON / CO_OCCURS edge either way, or a shared
+        entity), readable in `namespaces`, strongest first; the hits themselves excluded."""
+        if not memory_ids or not namespaces:
+            return []
+
+        def run(conn: sqlite3.Connection) -> list[Neighbour]:
+            hits, ns = set(memory_ids), list(namespaces)
+            found: dict[str, Neighbour] = {}
+
+            def keep(n: Neighbour) -> None:
+                if n.memory_id not in hits and (n.memory_id not in found or found[n.memory_id].weight < n.weight):
+                    found[n.memory_id] = n
+
+            ids = list(memory_ids)
+            for src, dst, rel, w in conn.execute(
+                    f"SELECT e.source_id, e.target_id, e.relation_type, e.weight FROM graph_edges e "
+                    f"JOIN graph_nodes n ON n.id = (CASE WHEN e.source_id IN ({_marks(len(ids))}) THEN e.target_id "
+                    f"ELSE e.source_id END) "
+                    f"WHERE (e.source_id IN ({_marks(len(ids))}) OR e.target_id IN ({_marks(len(ids))})) "
+                    f"AND e.relation_type IN ('DEPENDS_ON', 'CO_OCCURS') AND e.weight > 0 "
+                    f"AND e.namespace IN ({_marks(len(ns))}) AND n.namespace IN ({_marks(len(ns))}) "
+                    f"AND n.type != 'entity'", [*ids, *ids, *ids, *ns, *ns]):
+                other, via = (dst, src) if src in hits else (src, dst)
+                keep(Neighbour(other, via, rel, float(w)))
+            for via, entity, label, other, w in conn.execute(
+                    f"SELECT a.source_id, a.target_id, en.label, b.source_id, a.weight * b.weight "
+                    f"FROM graph_edges a JOIN graph_nodes en ON en.id = a.target_id "
+                    f"JOIN graph_edges b ON b.target_id = a.target_id AND b.relation_type = 'REFERENCES' "
+                    f"JOIN graph_nodes m ON m.id = b.source_id "
+                    f"WHERE a.source_id IN ({_marks(len(ids))}) AND a.relation_type = 'REFERENCES' "
+                    f"AND en.namespace IN ({_marks(len(ns))}) AND m.namespace IN ({_marks(len(ns))}) "
+                    f"AND b.source_id != a.source_id LIMIT ?", [*ids, *ns, *ns, ENTITY_FANOUT * len(ids)]):
+                keep(Neighbour(other, via, "REFERENCES", float(w), label))
+            return sorted(found.values(), key=lambda n: (-n.weight, n.memory_id))[:limit]
+
+        return self._read(run, [])
+
+    def prefetch(self, memory_ids: list[str], namespaces: list[str], min_weight: float = PREFETCH_MIN_WEIGHT,
+                 limit: int = 10) -> list[Neighbour]:
+        """CO_OCCURS partners (weight > `min_weight`) of `memory_ids` the caller may read."""
+        if not memory_ids or not namespaces:
+            return []
+
+        def run(conn: sqlite3.Connection) -> list[Neighbour]:
+            ids, ns, hits = list(memory_ids), list(namespaces), set(memory_ids)
+            out: dict[str, Neighbour] = {}
+            for src, dst, w in conn.execute(
+                    f"SELECT e.source_id, e.target_id, e.weight FROM graph_edges e "
+                    f"JOIN graph_nodes a ON a.id = e.source_id JOIN graph_nodes b ON b.id = e.target_id "
+                    f"WHERE e.relation_type = 'CO_OCCURS' AND e.weight > ? "
+                    f"AND (e.source_id IN ({_marks(len(ids))}) OR e.target_id IN ({_marks(len(ids))})) "
+                    f"AND a.namespace IN ({_marks(len(ns))}) AND b.namespace IN ({_marks(len(ns))})",
+                    [min_weight, *ids, *ids, *ns, *ns]):
+                other, via = (dst, src) if src in hits else (src, dst)
+                if other not in hits and (other not in out or out[other].weight < w):
+                    out[other] = Neighbour(other, via, "CO_OCCURS", float(w))
+            return sorted(out.values(), key=lambda n: (-n.weight, n.memory_id))[:limit]
+
+        return self._read(run, [])
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+
+def _stats(nodes: dict[str, int], edges: dict[str, int], by_ns: dict[str, dict[str, int]]) -> dict[str, Any]:
+    n, e = sum(nodes.values()), sum(edges.values())
+    return {"nodes": n, "edges": e, "density": round(e / (n * (n - 1)), 6) if n > 1 else 0.0,
+            "nodes_by_type": {t: nodes.get(t, 0) for t in NODE_TYPES},
+            "edges_by_type": {t: edges.get(t, 0) for t in RELATION_TYPES},
+            "by_namespace": dict(sorted(by_ns.items()))}
