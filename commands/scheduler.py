@@ -8,7 +8,9 @@ One `tick` at the clock's `now`:
 3. stale rule (seed 3.3.1 rule 4): stale memories not recalled for 180 days get importance
    factor 0.1 (`memory.downweighted`);
 4. a forget run (seed 3.3.1): quality_low, deprecated (including step 2's), then LRU above the
-   per-namespace capacity, each into the tombstones (`memory.forgotten`).
+   per-namespace capacity, each into the tombstones (`memory.forgotten`);
+5. graph maintenance (seed 2.5.5): isolated nodes, stale low-weight edges, redundant edges and
+   resolved conflicts, one `graph.pruned` event (the graph projector then recomputes PageRank).
 
 Every selection is a pure function of the projection and `now`, so a tick run twice decides
 nothing new the second time. `zhiyi up` ticks every `interval_s`; `POST /api/v1/admin/tick` and
@@ -24,8 +26,11 @@ from typing import Any
 import structlog
 
 from commands.decide import decide_deadline_deprecations, decide_downweights, decide_forget
+from events.catalogue import GraphPruned, new_event
 from events.clock import Clock
+from events.vocabulary import SHARED_NAMESPACE
 from projections.queries.forgetting import DEFAULT_CAPACITY, ForgetCandidate, choose, live_rows
+from projections.queries.graph_prune import PrunePlan, plan_prune
 from projections.queries.time_rules import Due, quality_deadline, stale_unrecalled
 from projections.scores import STALE_IMPORTANCE_FACTOR
 
@@ -48,6 +53,7 @@ class TickReport:
     deprecated: list[Due] = field(default_factory=list)
     downweighted: list[Due] = field(default_factory=list)
     forgotten: list[ForgetCandidate] = field(default_factory=list)
+    pruned: PrunePlan = field(default_factory=PrunePlan)
     position: str = ""
     dry_run: bool = False
 
@@ -60,6 +66,7 @@ class Scheduler:
     activity: Any               # projections.queries.activity.ActivityReader
     waiter: Any                 # projections.waiter.CheckpointWaiter
     clock: Clock
+    graph: Any = None           # projections.queries.graph.GraphReader (None: no graph maintenance)
     capacity: int = DEFAULT_CAPACITY
     wait_s: float = 30.0
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False, repr=False)
@@ -86,7 +93,7 @@ class Scheduler:
                 for r in rows:  # what the forget run would see after the deprecations
                     if r["id"] in doomed:
                         r["status"] = "deprecated"
-                return TickReport(now, deadline, stale, choose(rows, capacity), "", True)
+                return TickReport(now, deadline, stale, choose(rows, capacity), await self._prune_plan(now), "", True)
             deprecated, p1 = await self.commands.planned(
                 lambda: self._select(quality_deadline, now), decide_deadline_deprecations, "quality_deadline")
             downweighted, p2 = await self.commands.planned(
@@ -95,10 +102,30 @@ class Scheduler:
             await self._settle(p2 or p1)
             forgotten, p3 = await self.commands.planned(
                 lambda: self._forget_plan(capacity), lambda c: _forget_decision(c), "forget")
-            report = TickReport(now, deprecated, downweighted, forgotten, p3 or p2 or p1)
+            await self._settle(p3 or p2 or p1)
+            pruned, p4 = await self._prune(now)
+            report = TickReport(now, deprecated, downweighted, forgotten, pruned, p4 or p3 or p2 or p1)
             log.info("scheduler.ticked", now_ms=now, deprecated=len(deprecated), downweighted=len(downweighted),
-                     forgotten=len(forgotten), position=report.position)
+                     forgotten=len(forgotten), pruned_nodes=len(pruned.removed_nodes),
+                     pruned_edges=len(pruned.removed_edges), position=report.position)
             return report
+
+    async def _prune_plan(self, now: int) -> PrunePlan:
+        if self.graph is None:
+            return PrunePlan()
+        last = await self.store.last_position()
+        if last and not await self.waiter.wait(["graph"], last, self.wait_s):
+            raise SchedulerLag(last)
+        return await asyncio.to_thread(self.graph.with_connection, lambda conn: plan_prune(conn, now), PrunePlan())
+
+    async def _prune(self, now: int) -> tuple[PrunePlan, str]:
+        plan = await self._prune_plan(now)
+        if not plan:
+            return plan, ""
+        event = new_event(GraphPruned(plan.removed_nodes, plan.removed_edges, plan.archived_edges, plan.merged_edges),
+                          ns=SHARED_NAMESPACE, agent="system", by="scheduler")
+        res = await self.store.append([event])
+        return plan, res.position
 
     async def _select(self, rule, now: int) -> list[Due]:
         return rule(await self._rows(), now)

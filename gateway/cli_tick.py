@@ -23,6 +23,11 @@ def add_tick_parser(subparsers: argparse._SubParsersAction, parents: list[argpar
     tp.add_argument("--json", action="store_true")
 
 
+def _pruned(plan) -> dict[str, int]:
+    return {"removed_nodes": len(plan.removed_nodes), "removed_edges": len(plan.removed_edges),
+            "archived_edges": len(plan.archived_edges), "merged_edges": len(plan.merged_edges)}
+
+
 async def run_tick_command(args: argparse.Namespace, settings: Settings, out: TextIO, err: TextIO) -> int:
     from commands.handlers import CommandService
     from commands.scheduler import Scheduler, SchedulerLag
@@ -31,6 +36,7 @@ async def run_tick_command(args: argparse.Namespace, settings: Settings, out: Te
     from events.redis_client import connect
     from events.store import EventStore
     from projections.queries.activity import ActivityReader
+    from projections.queries.graph import GraphReader
     from projections.reader import MemoriesReader
     from projections.registry import projection_dir
     from projections.waiter import CheckpointWaiter
@@ -42,8 +48,9 @@ async def run_tick_command(args: argparse.Namespace, settings: Settings, out: Te
     store = EventStore(redis, origin=settings.instance_id)
     reader = MemoriesReader(projection_dir(settings.data_dir, "memories"))
     activity = ActivityReader(projection_dir(settings.data_dir, "activity"))
+    graph = GraphReader(projection_dir(settings.data_dir, "graph"))
     scheduler = Scheduler(store, CommandService(store, settings.limits), reader, activity, CheckpointWaiter(store),
-                          SystemClock(), capacity=settings.forget_capacity, wait_s=WAIT_S)
+                          SystemClock(), graph=graph, capacity=settings.forget_capacity, wait_s=WAIT_S)
     try:
         report = await scheduler.tick(dry_run=args.dry_run, capacity=args.capacity)
     except SchedulerLag as exc:
@@ -53,11 +60,13 @@ async def run_tick_command(args: argparse.Namespace, settings: Settings, out: Te
     finally:
         reader.close()
         activity.close()
+        graph.close()
         await redis.aclose()
     doc = {"now": iso_from_ms(report.now_ms), "dry_run": report.dry_run, "position": report.position,
            "deprecated": [d.memory_id for d in report.deprecated],
            "downweighted": [d.memory_id for d in report.downweighted],
-           "forgotten": [{"memory_id": c.memory_id, "reason": c.reason} for c in report.forgotten]}
+           "forgotten": [{"memory_id": c.memory_id, "reason": c.reason} for c in report.forgotten],
+           "pruned": _pruned(report.pruned)}
     if args.json:
         out.write(orjson.dumps(doc).decode() + "\n")
     else:
@@ -67,4 +76,7 @@ async def run_tick_command(args: argparse.Namespace, settings: Settings, out: Te
                                                                    if report.position else ""), file=out)
         for c in report.forgotten:
             print(f"  forgotten {c.memory_id} ({c.reason})", file=out)
+        p = doc["pruned"]
+        print(f"  graph: {p['removed_nodes']} nodes and {p['removed_edges']} edges removed, "
+              f"{p['archived_edges']} archived, {p['merged_edges']} merged", file=out)
     return 0

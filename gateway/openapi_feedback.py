@@ -70,6 +70,12 @@ SCHEMAS["TickResponse"] = {"type": "object", "properties": {
     "deprecated": {**_DUE, "description": "quality deadline: still low 7 days after the notice"},
     "downweighted": {**_DUE, "description": "stale and not recalled for 180 days: importance factor 0.1"},
     "forgotten": SCHEMAS["ForgetResponse"]["properties"]["forgotten"],
+    "pruned": {"type": "object", "description": "graph maintenance (seed 2.5.5): node and edge ids", "properties": {
+        "removed_nodes": {"type": "array", "items": {"type": "string"}},
+        "removed_edges": {"type": "array", "items": {"type": "string"}},
+        "archived_edges": {"type": "array", "items": {"type": "string"}},
+        "merged_edges": {"type": "array", "items": {"type": "array", "items": {"type": "string"}},
+                         "description": "[removed edge, kept edge] pairs"}}},
     "capacity": {"type": "integer"}, "dry_run": {"type": "boolean"},
     "position": {"type": "string", "description": "of the last event appended ('' when none)"}}}
 SCHEMAS["Tombstone"] = {"type": "object", "properties": {
@@ -99,7 +105,7 @@ _TOMBSTONE_QUERY = [
 
 PATHS: dict[str, Any] = {
     "/api/v1/admin/tick": {"post": {
-        "summary": "Scheduler run now (admin): 7-day quality deadline, 180-day stale rule, then a forget run",
+        "summary": "Scheduler run now (admin): 7-day quality deadline, 180-day stale rule, forget run, graph prune",
         "requestBody": _body("TickRequest", required=False),
         "responses": {"200": _json(_ref("TickResponse")), **_errors("400", "401", "403", "409", "504")}}},
     "/api/v1/admin/tombstones": {"get": {

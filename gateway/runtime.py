@@ -103,7 +103,7 @@ async def resources(app: web.Application) -> AsyncIterator[None]:
             runner = ProjectionRunner(store, p, notify=waiter.notify)
             app[RUNNER_TASKS].append(asyncio.create_task(runner.run(app[STOPPING]), name=f"projector:{p.name}"))
         log.info("projectors.started", names=[p.name for p in projectors])
-    app[SCHEDULER] = Scheduler(store, app[COMMANDS], reader, app[ACTIVITY], waiter, app[CLOCK],
+    app[SCHEDULER] = Scheduler(store, app[COMMANDS], reader, app[ACTIVITY], waiter, app[CLOCK], graph=app[GRAPH],
                                capacity=settings.forget_capacity, wait_s=settings.projection_wait_s)
     app[REACTIONS] = None
     if settings.run_reactions:

@@ -1,5 +1,5 @@
 """Admin runs: POST /api/v1/admin/forget (seed 3.3.1 eviction, on demand) and
-POST /api/v1/admin/tick (every time-driven rule now: quality deadline, stale rule, forget run)."""
+POST /api/v1/admin/tick (every time-driven rule now: quality deadline, stale rule, forget run, graph prune)."""
 
 from __future__ import annotations
 
@@ -71,6 +71,9 @@ async def tick(request: web.Request) -> web.Response:
         "downweighted": [{"memory_id": d.memory_id, "namespace": d.namespace, "reason": d.reason}
                          for d in report.downweighted],
         "forgotten": _forgotten(report.forgotten),
+        "pruned": {"removed_nodes": list(report.pruned.removed_nodes), "removed_edges": list(report.pruned.removed_edges),
+                   "archived_edges": list(report.pruned.archived_edges),
+                   "merged_edges": [list(m) for m in report.pruned.merged_edges]},
         "capacity": capacity, "dry_run": dry_run, "position": report.position})
 
 

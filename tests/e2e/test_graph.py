@@ -123,3 +123,41 @@ async def test_a_correction_marks_its_dependants_stale(api):
     _, res = await api.recall(key, "health check URL", cache=False)
     hit = next(r for r in res["results"] if r["memory_id"] == dep)
     assert hit["freshness"] == "stale" and any(w.startswith("stale") for w in hit["warnings"])
+
+
+async def test_conflict_edges_and_pruning_with_the_injected_clock(api):
+    from events.catalogue import ConflictDetected, ConflictResolved, new_event
+    from gateway.appkeys import STORE
+
+    key = await api.register("alice")
+    a, _ = await _commit(api, key, "ComfyUI listens on port 8188")
+    b, _ = await _commit(api, key, "ComfyUI listens on port 8189")
+    c, _ = await _commit(api, key, "the printer on floor 2 is an HP LaserJet")
+    store = api.client.app[STORE]
+    await store.append([new_event(ConflictDetected("c1", "alice-main", (a, b), 0.9), ns="alice-main", agent="system")])
+    await api.settle()
+    rows = (await _query(api, key, "MATCH (x)-[r:CONFLICTS_WITH]->(y) RETURN x.id, y.id, r.weight"))["rows"]
+    assert rows == [[a, b, 0.9]]
+    await store.append([new_event(ConflictResolved("c1", "alice-main", "latest_wins", b), ns="alice-main",
+                                  agent="system")])
+    status, _ = await api.call("DELETE", f"/api/v1/distilled/{c}", key)
+    assert status == 200
+    await api.settle()
+    printer = (await _query(api, key, "MATCH (e:entity) WHERE e.label CONTAINS 'LaserJet' RETURN e.id"))["rows"]
+    assert printer, "the deleted memory's entities stay until a prune"
+    status, report = await api.call("POST", "/api/v1/admin/tick", json={})      # nothing is old enough yet
+    assert status == 200 and not any(report["pruned"].values()), report["pruned"]
+    api.clock.advance(days=15)
+    status, report = await api.call("POST", "/api/v1/admin/tick", json={})
+    assert status == 200, report
+    assert {r[0] for r in printer} <= set(report["pruned"]["removed_nodes"])     # isolated for 14 days
+    assert report["pruned"]["archived_edges"] == [f"CONFLICTS_WITH:{a}:{b}"]     # resolved 7 days ago
+    await api.settle()
+    assert (await _query(api, key, "MATCH (e:entity) WHERE e.label CONTAINS 'LaserJet' RETURN e.id"))["rows"] == []
+    rows = (await _query(api, key, "MATCH (x)-[r:CONFLICTS_WITH]->(y) RETURN r.weight"))["rows"]
+    assert rows == [[0.0]]
+    ranks = [r[0] for r in (await _query(api, key, "MATCH (n) RETURN n.pagerank"))["rows"]]
+    assert len(set(ranks)) > 1 and abs(sum(ranks) / len(ranks) - 1.0) < 1e-6     # PageRank after the prune
+    api.clock.advance(days=31)
+    status, report = await api.call("POST", "/api/v1/admin/tick", json={})
+    assert report["pruned"]["removed_edges"] == [f"CONFLICTS_WITH:{a}:{b}"]      # archived 30 days: deleted
