@@ -9,7 +9,8 @@ entities will arrive as events):
   share an entity are two hops apart;
 - `depends_on` -> memory -DEPENDS_ON-> memory; `derived_from` -> memory -DERIVED_FROM-> episode node;
 - `recall.served`: every pair in a recall's top 5 gets CO_OCCURS with evidence = co-recalls and
-  weight = co-recalls / min(recall counts of the two) (recall counts are counted here, in the top 5);
+  weight = co-recalls / min(recall counts of the two) (recall counts are counted here, in the top 5),
+  computed when the pair is recalled together; the time of its last co-recall is kept for pruning;
 - `conflict.detected` -> CONFLICTS_WITH (weight = confidence); `conflict.resolved` marks it;
 - a correction re-extracts the memory's entities; deletion or forgetting removes its node and edges;
 - `graph.pruned` (decided by the scheduler) deletes, archives and merges, then PageRank
@@ -49,6 +50,7 @@ CO_RECALL_TOP = 5
 SHARED = "shared"
 _SCHEMA = GRAPH_SCHEMA + """
 CREATE TABLE IF NOT EXISTS graph_recalls (memory_id TEXT PRIMARY KEY, count INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS graph_cooccur (edge_id TEXT PRIMARY KEY, last_at TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS graph_conflicts (conflict_id TEXT PRIMARY KEY, edge_id TEXT NOT NULL,
     resolved_at TEXT);
 """
@@ -71,7 +73,6 @@ class GraphProjector(SqliteProjection):
         super().__init__(directory, DB_FILE)
 
     def _fold_batch(self, conn: sqlite3.Connection, events: list[Event]) -> None:
-        pagerank = False
         for ev in events:
             d = ev.data
             at = iso_from_ms(ev.wall_ms)
@@ -110,9 +111,9 @@ class GraphProjector(SqliteProjection):
                              (at, d.conflict_id))
             elif isinstance(d, GraphPruned):
                 self._prune(conn, d)
-                pagerank = True
-        if pagerank:
-            _store_pagerank(conn)
+                # at the prune itself, not at the end of the batch: what follows it in a batch must not
+                # change the ranks, or live (small batches) and rebuilt (big batches) graphs differ
+                _store_pagerank(conn)
 
     # ------------------------------------------------------------------ writes
 
@@ -178,6 +179,8 @@ class GraphProjector(SqliteProjection):
             conn.execute("UPDATE graph_edges SET evidence_count = evidence_count + 1, "
                          "weight = MIN(1.0, (evidence_count + 1) * 1.0 / ?) WHERE id = ?",
                          (min(counts[a], counts[b]), eid))
+            conn.execute("INSERT INTO graph_cooccur (edge_id, last_at) VALUES (?, ?) "
+                         "ON CONFLICT (edge_id) DO UPDATE SET last_at = excluded.last_at", (eid, at))
 
     @staticmethod
     def _prune(conn: sqlite3.Connection, d: GraphPruned) -> None:
@@ -192,6 +195,7 @@ class GraphProjector(SqliteProjection):
         for node in d.removed_nodes:
             conn.execute("DELETE FROM graph_edges WHERE source_id = ? OR target_id = ?", (node, node))
             conn.execute("DELETE FROM graph_nodes WHERE id = ?", (node,))
+        conn.execute("DELETE FROM graph_cooccur WHERE edge_id NOT IN (SELECT id FROM graph_edges)")
 
     # ------------------------------------------------------------------ reads, digest
 
@@ -204,13 +208,14 @@ class GraphProjector(SqliteProjection):
 
     def _digest(self) -> str:
         d = Digester()
-        nodes, edges, recalls, conflicts = self._snapshot(
+        nodes, edges, recalls, conflicts, cooccur = self._snapshot(
             "SELECT id, type, label, namespace, properties, ROUND(pagerank, 9), created_at, last_updated_at "
             "FROM graph_nodes ORDER BY id",
             "SELECT id, source_id, target_id, relation_type, ROUND(weight, 9), namespace, evidence_count, created_at "
             "FROM graph_edges ORDER BY id",
             "SELECT memory_id, count FROM graph_recalls ORDER BY memory_id",
-            "SELECT conflict_id, edge_id, resolved_at FROM graph_conflicts ORDER BY conflict_id")
+            "SELECT conflict_id, edge_id, resolved_at FROM graph_conflicts ORDER BY conflict_id",
+            "SELECT edge_id, last_at FROM graph_cooccur ORDER BY edge_id")
         for row in nodes:
             d.add({"t": "node", "v": list(row)})
         for row in edges:
@@ -219,6 +224,8 @@ class GraphProjector(SqliteProjection):
             d.add({"t": "recalls", "v": list(row)})
         for row in conflicts:
             d.add({"t": "conflict", "v": list(row)})
+        for row in cooccur:
+            d.add({"t": "cooccur", "v": list(row)})
         return d.hexdigest()
 
 

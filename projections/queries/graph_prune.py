@@ -7,7 +7,9 @@ graph projection; the scheduler appends the choice as one `graph.pruned` event.
 - redundant edges: several edges of one symmetric type (CO_OCCURS, CONFLICTS_WITH) between the same
   two nodes, in either direction: the one with the most evidence is kept and gets the others' evidence;
 - CONFLICTS_WITH archival: 7 days after its conflict was resolved the edge's weight goes to 0; 30
-  days after that it is deleted.
+  days after that it is deleted;
+- CO_OCCURS decay (seed 2.5.3): weight < 0.3 and no co-recall for 14 days -> weight 0; an edge at 0
+  is deleted by the next prune.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ LOW_WEIGHT_AFTER_DAYS = 30
 CONFLICT_ARCHIVE_AFTER_DAYS = 7
 CONFLICT_DELETE_AFTER_DAYS = 30
 SYMMETRIC = ("CO_OCCURS", "CONFLICTS_WITH")
+CO_OCCURS_WEAK = 0.3
+CO_OCCURS_IDLE_DAYS = 14
 MAX_PER_PRUNE = 5000              # per kind; the next prune takes the rest
 
 
@@ -58,6 +62,13 @@ def plan_prune(conn: sqlite3.Connection, now_ms: int) -> PrunePlan:
         f"SELECT id, weight FROM graph_edges WHERE id IN ({','.join('?' * len(archived_conflicts))})",
         [e for e, _ in archived_conflicts]).fetchall()) if archived_conflicts else {}
     archived = tuple(e for e, _ in archived_conflicts if e not in conflict_deleted and weights.get(e, 0) > 0)
+    weak_co = tuple(r[0] for r in conn.execute(
+        "SELECT e.id FROM graph_edges e JOIN graph_cooccur c ON c.edge_id = e.id WHERE e.relation_type = 'CO_OCCURS' "
+        "AND e.weight > 0 AND e.weight < ? AND c.last_at < ? ORDER BY e.id LIMIT ?",
+        (CO_OCCURS_WEAK, _before(now_ms, CO_OCCURS_IDLE_DAYS), MAX_PER_PRUNE)))
+    dead_co = {r[0] for r in conn.execute(
+        "SELECT id FROM graph_edges WHERE relation_type = 'CO_OCCURS' AND weight <= 0 ORDER BY id LIMIT ?",
+        (MAX_PER_PRUNE,))}
     low = [r[0] for r in conn.execute(
         "SELECT id FROM graph_edges WHERE weight < ? AND evidence_count <= 1 AND created_at < ? "
         "AND relation_type != 'CONFLICTS_WITH' ORDER BY id LIMIT ?",
@@ -72,7 +83,7 @@ def plan_prune(conn: sqlite3.Connection, now_ms: int) -> PrunePlan:
         if len(members) > 1:
             members.sort(key=lambda m: (-m[0], m[1]))
             merged += [(eid, members[0][1]) for _, eid in members[1:]]
-    gone = set(low) | conflict_deleted
+    gone = set(low) | conflict_deleted | dead_co
     return PrunePlan(removed_nodes=isolated, removed_edges=tuple(sorted(gone)),
-                     archived_edges=archived, merged_edges=tuple(m for m in merged[:MAX_PER_PRUNE]
+                     archived_edges=tuple(sorted({*archived, *(e for e in weak_co if e not in gone)})), merged_edges=tuple(m for m in merged[:MAX_PER_PRUNE]
                                                                  if m[0] not in gone and m[1] not in gone))
