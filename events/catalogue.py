@@ -265,6 +265,22 @@ class MemoryValidated:
         object.__setattr__(self, "evidence", tuple(self.evidence))
 
 
+@event_type("entities.extracted")
+@dataclass(frozen=True, slots=True)
+class EntitiesExtracted:
+    """An LLM named the entities of one version of a memory (recorded, so replay never calls it);
+    the graph adds them as entity nodes the memory REFERENCES. `entities` are (kind, name) pairs."""
+
+    memory_id: str
+    namespace: str
+    version: int
+    entities: tuple[tuple[str, str], ...]
+    extractor: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "entities", tuple(tuple(e) for e in self.entities))
+
+
 @event_type("conflict.detected")
 @dataclass(frozen=True, slots=True)
 class ConflictDetected:

@@ -11,7 +11,9 @@ from aiohttp import web
 
 from commands.evaluation import EvalService
 from commands.handlers import CommandService
+from commands.llm import ChatClient
 from commands.reactions.cascade import CorrectionCascadePolicy
+from commands.reactions.llm_entities import LLMEntityPolicy
 from commands.reactions.quality import QualityNoticePolicy
 from commands.reactions.runner import ReactionsRunner
 from commands.reactions.validator import PassiveValidatorPolicy
@@ -90,6 +92,7 @@ async def resources(app: web.Application) -> AsyncIterator[None]:
     app[AUDIT].start()
     app[STOPPING] = asyncio.Event()
     app[RUNNER_TASKS] = []
+    closers: list = []  # async close() of clients the reactions use
     if owns_embedder:
         warm = asyncio.create_task(_warm_up(embedder), name="embedder:warm_up")
         app[BACKGROUND].add(warm)
@@ -109,6 +112,11 @@ async def resources(app: web.Application) -> AsyncIterator[None]:
     if settings.run_reactions:
         policies = [QualityNoticePolicy(reader, redis), PassiveValidatorPolicy(app[RECALL], reader, redis),
                     CorrectionCascadePolicy(app[GRAPH], store)]
+        if settings.llm_endpoint:
+            llm = ChatClient(settings.llm_endpoint, settings.llm_model, settings.llm_api_key, redis=redis,
+                             daily_limit=settings.llm_daily_limit, clock=app[CLOCK])
+            closers.append(llm.close)
+            policies.append(LLMEntityPolicy(llm))
         app[REACTIONS] = ReactionsRunner(store, policies, consumer=settings.instance_id, waiter=waiter)
         app[RUNNER_TASKS].append(asyncio.create_task(app[REACTIONS].run(app[STOPPING]), name="reactions"))
         log.info("reactions.started", policies=[p.name for p in policies])
@@ -130,6 +138,9 @@ async def resources(app: web.Application) -> AsyncIterator[None]:
                 await p.close()
         await app[RECALL].index.close()
         reader.close()
+        for close in closers:
+            with contextlib.suppress(Exception):
+                await close()
         if reranker is not None:
             with contextlib.suppress(Exception):
                 await reranker.close()

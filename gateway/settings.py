@@ -24,6 +24,10 @@ class Settings:
     rerank_endpoint: str | None = None   # RERANK_ENDPOINT: a bge-reranker /v1/rerank provider
     rerank_api_key: str | None = None
     rerank_model: str | None = None
+    llm_endpoint: str | None = None      # LLM_ENDPOINT: an OpenAI-compatible /v1/chat/completions provider
+    llm_api_key: str | None = None
+    llm_model: str = "default"
+    llm_daily_limit: int = 500           # ZHIYI_LLM_DAILY_LIMIT: chat calls per UTC day (0: unlimited)
     local_rerank: bool = False           # ZHIYI_LOCAL_RERANK=1: the e5 re-scorer (slow on small CPUs)
     recall_cache_ttl_s: int = 3600       # recall.cache_ttl_seconds; 0 disables the search cache
     forget_capacity: int = 10_000        # live memories per namespace above which a forget run evicts (LRU)

@@ -31,7 +31,7 @@ from pathlib import Path
 import orjson
 
 from events.catalogue import (
-    ConflictDetected, ConflictResolved, GraphPruned, MemoryCommitted, MemoryCorrected, MemoryDeleted, MemoryForgotten,
+    ConflictDetected, ConflictResolved, EntitiesExtracted, GraphPruned, MemoryCommitted, MemoryCorrected, MemoryDeleted, MemoryForgotten,
     RecallServed,
 )
 from events.envelope import Event
@@ -77,7 +77,7 @@ class GraphProjector(SqliteProjection):
             d = ev.data
             at = iso_from_ms(ev.wall_ms)
             if isinstance(d, MemoryCommitted):
-                self._memory(conn, d.memory_id, d.content, d.namespace, d.category, at, created=True)
+                self._memory(conn, d.memory_id, d.content, d.namespace, d.category, at, version=1)
                 for dep in d.depends_on:
                     self._edge(conn, "DEPENDS_ON", d.memory_id, dep, d.namespace, DEPENDS_WEIGHT, at)
                 if d.derived_from:
@@ -92,12 +92,14 @@ class GraphProjector(SqliteProjection):
                     category = orjson.loads(row[1] or "{}").get("category", "fact")
                     conn.execute("DELETE FROM graph_edges WHERE source_id = ? AND relation_type = 'REFERENCES'",
                                  (d.memory_id,))
-                    self._memory(conn, d.memory_id, d.content, row[0], category, at, created=False)
+                    self._memory(conn, d.memory_id, d.content, row[0], category, at, version=d.version)
             elif isinstance(d, (MemoryDeleted, MemoryForgotten)):
                 conn.execute("DELETE FROM graph_edges WHERE source_id = ? OR target_id = ?",
                              (d.memory_id, d.memory_id))
                 conn.execute("DELETE FROM graph_nodes WHERE id = ?", (d.memory_id,))
                 conn.execute("DELETE FROM graph_recalls WHERE memory_id = ?", (d.memory_id,))
+            elif isinstance(d, EntitiesExtracted):
+                self._extracted(conn, d, at)
             elif isinstance(d, RecallServed):
                 self._co_recalled(conn, list(dict.fromkeys(d.result_ids))[:CO_RECALL_TOP], at)
             elif isinstance(d, ConflictDetected):
@@ -131,17 +133,33 @@ class GraphProjector(SqliteProjection):
             (node_id, type_, label, namespace, orjson.dumps(props, option=orjson.OPT_SORT_KEYS).decode(), at, at))
 
     def _memory(self, conn: sqlite3.Connection, mid: str, content: str, namespace: str, category: str, at: str, *,
-                created: bool) -> None:
+                version: int) -> None:
         type_ = "decision" if category == "decision" else "fact"
-        self._node(conn, mid, type_, content[:LABEL_CHARS], namespace, {"memory_id": mid, "category": category}, at)
+        self._node(conn, mid, type_, content[:LABEL_CHARS], namespace,
+                   {"memory_id": mid, "category": category, "version": version}, at)
         for ent in extract(content):
-            nid = entity_node_id(namespace, ent.kind, ent.norm)
-            conn.execute(
-                "INSERT INTO graph_nodes (id, type, label, namespace, properties, pagerank, created_at, "
-                "last_updated_at) VALUES (?, 'entity', ?, ?, ?, 1.0, ?, ?) ON CONFLICT (id) DO UPDATE SET "
-                "last_updated_at = excluded.last_updated_at",
-                (nid, ent.value, namespace, orjson.dumps({"kind": ent.kind, "norm": ent.norm}).decode(), at, at))
-            self._edge(conn, "REFERENCES", mid, nid, namespace, REFERENCE_WEIGHT, at)
+            self._reference(conn, mid, namespace, ent.kind, ent.value, ent.norm, at, "rules")
+
+    def _reference(self, conn: sqlite3.Connection, mid: str, namespace: str, kind: str, value: str, norm: str,
+                   at: str, extractor: str) -> None:
+        nid = entity_node_id(namespace, kind, norm)
+        conn.execute(
+            "INSERT INTO graph_nodes (id, type, label, namespace, properties, pagerank, created_at, "
+            "last_updated_at) VALUES (?, 'entity', ?, ?, ?, 1.0, ?, ?) ON CONFLICT (id) DO UPDATE SET "
+            "last_updated_at = excluded.last_updated_at",
+            (nid, value, namespace, orjson.dumps({"kind": kind, "norm": norm, "extractor": extractor},
+                                                 option=orjson.OPT_SORT_KEYS).decode(), at, at))
+        self._edge(conn, "REFERENCES", mid, nid, namespace, REFERENCE_WEIGHT, at)
+
+    def _extracted(self, conn: sqlite3.Connection, d: EntitiesExtracted, at: str) -> None:
+        """LLM-named entities of one version of a memory (ignored once a newer version exists)."""
+        row = conn.execute("SELECT namespace, properties FROM graph_nodes WHERE id = ?", (d.memory_id,)).fetchone()
+        if row is None or int(orjson.loads(row[1] or "{}").get("version", 1)) != d.version:
+            return
+        for kind, name in d.entities:
+            norm = " ".join(name.casefold().split())
+            if norm:
+                self._reference(conn, d.memory_id, row[0], kind, name, norm, at, d.extractor or "llm")
 
     @staticmethod
     def _edge(conn: sqlite3.Connection, relation: str, source: str, target: str, namespace: str | None,
