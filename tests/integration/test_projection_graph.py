@@ -139,7 +139,7 @@ async def test_commits_make_memory_entity_and_episode_nodes_with_their_edges(sto
         "episode:ep-7": ("episode", ALICE),
     }
     assert (n["m1"]["label"], n["m1"]["created_at"], n["m1"]["pagerank"]) == ("Redis listens on port 6379", at1, 1.0)
-    assert n["m2"]["properties"] == '{"category":"decision","memory_id":"m2"}'
+    assert n["m2"]["properties"] == '{"category":"decision","memory_id":"m2","version":1}'
     assert n[ent(ALICE, "redis")]["label"] == "Redis" and n["episode:ep-7"]["created_at"] == at2
 
     e = edges(tmp_path)
