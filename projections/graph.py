@@ -48,7 +48,11 @@ DEPENDS_WEIGHT = 1.0
 DERIVED_WEIGHT = 1.0
 CO_RECALL_TOP = 5
 SHARED = "shared"
+# Beyond the seed's indexes: recall's prefetch and expansion look up one relation of a few nodes,
+# strongest first; hub memories carry thousands of CO_OCCURS edges.
 _SCHEMA = GRAPH_SCHEMA + """
+CREATE INDEX IF NOT EXISTS idx_edges_source_rel ON graph_edges(source_id, relation_type, weight);
+CREATE INDEX IF NOT EXISTS idx_edges_target_rel ON graph_edges(target_id, relation_type, weight);
 CREATE TABLE IF NOT EXISTS graph_recalls (memory_id TEXT PRIMARY KEY, count INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS graph_cooccur (edge_id TEXT PRIMARY KEY, last_at TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS graph_conflicts (conflict_id TEXT PRIMARY KEY, edge_id TEXT NOT NULL,

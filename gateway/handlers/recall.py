@@ -23,6 +23,7 @@ log = structlog.get_logger(__name__)
 
 READS = ["memories", "synonyms"]
 BOOTSTRAP_DEFAULT, BOOTSTRAP_MAX = 10, 50
+PREFETCH_FROM = 5   # the CO_OCCURS partners of the top 5 results (the pairs the graph counts)
 
 
 def resolve_scope(actor: Actor | None, namespace: str | None, include: tuple[str, ...]) -> list[str]:
@@ -102,16 +103,17 @@ async def recall(request: web.Request) -> web.Response:
     key = await _cache_key(store, service.fingerprint, req) if use_cache and cache.enabled else None
     cached = await cache.get(key) if key else None
     if cached is not None:
-        results = orjson.loads(cached)
+        answer = orjson.loads(cached)
+        results, prefetch = answer["results"], answer["prefetch"]
     else:
         results = [_result(h) for h in await service.recall(req)]
-        if key:
-            await cache.put(key, orjson.dumps(results))
+        prefetch = await service.prefetch([r["memory_id"] for r in results[:PREFETCH_FROM]], scope)
+        if key:  # cached with its prefetch (CO_OCCURS weights move slowly; the TTL bounds it)
+            await cache.put(key, orjson.dumps({"results": results, "prefetch": prefetch}))
     # the projection position the answer reflects: the serving index's, saving a Redis round trip
     index = getattr(service, "index", None)
     position = index.position if index is not None and index.ready and index.position else \
         await store.checkpoint("memories")
-    prefetch = await service.prefetch([r["memory_id"] for r in results], scope)
     took_ms = round((time.perf_counter() - started) * 1000, 2)
     _audit(request, actor, query, scope, results, top_k)
     return json_response({"results": results, "namespaces": scope, "position": position, "took_ms": took_ms,

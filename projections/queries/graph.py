@@ -104,23 +104,17 @@ class GraphReader:
                     found[n.memory_id] = n
 
             ids = list(memory_ids)
-            for src, dst, rel, w in conn.execute(
-                    f"SELECT e.source_id, e.target_id, e.relation_type, e.weight FROM graph_edges e "
-                    f"JOIN graph_nodes n ON n.id = (CASE WHEN e.source_id IN ({_marks(len(ids))}) THEN e.target_id "
-                    f"ELSE e.source_id END) "
-                    f"WHERE (e.source_id IN ({_marks(len(ids))}) OR e.target_id IN ({_marks(len(ids))})) "
-                    f"AND e.relation_type IN ('DEPENDS_ON', 'CO_OCCURS') AND e.weight > 0 "
-                    f"AND e.namespace IN ({_marks(len(ns))}) AND n.namespace IN ({_marks(len(ns))}) "
-                    f"AND n.type != 'entity'", [*ids, *ids, *ids, *ns, *ns]):
-                other, via = (dst, src) if src in hits else (src, dst)
-                keep(Neighbour(other, via, rel, float(w)))
+            for mid in dict.fromkeys(ids):
+                for src, dst, w, rel in _strongest(conn, mid, ("DEPENDS_ON", "CO_OCCURS"), ns, limit + len(hits), 0.0,
+                                                   relation=True, memories_only=True):
+                    keep(Neighbour(dst if src == mid else src, mid, rel, float(w)))
             for via, entity, label, other, w in conn.execute(
                     f"SELECT a.source_id, a.target_id, en.label, b.source_id, a.weight * b.weight "
                     f"FROM graph_edges a JOIN graph_nodes en ON en.id = a.target_id "
                     f"JOIN graph_edges b ON b.target_id = a.target_id AND b.relation_type = 'REFERENCES' "
                     f"JOIN graph_nodes m ON m.id = b.source_id "
                     f"WHERE a.source_id IN ({_marks(len(ids))}) AND a.relation_type = 'REFERENCES' "
-                    f"AND en.namespace IN ({_marks(len(ns))}) AND m.namespace IN ({_marks(len(ns))}) "
+                    f"AND +en.namespace IN ({_marks(len(ns))}) AND +m.namespace IN ({_marks(len(ns))}) "
                     f"AND b.source_id != a.source_id LIMIT ?", [*ids, *ns, *ns, ENTITY_FANOUT * len(ids)]):
                 keep(Neighbour(other, via, "REFERENCES", float(w), label))
             return sorted(found.values(), key=lambda n: (-n.weight, n.memory_id))[:limit]
@@ -136,16 +130,11 @@ class GraphReader:
         def run(conn: sqlite3.Connection) -> list[Neighbour]:
             ids, ns, hits = list(memory_ids), list(namespaces), set(memory_ids)
             out: dict[str, Neighbour] = {}
-            for src, dst, w in conn.execute(
-                    f"SELECT e.source_id, e.target_id, e.weight FROM graph_edges e "
-                    f"JOIN graph_nodes a ON a.id = e.source_id JOIN graph_nodes b ON b.id = e.target_id "
-                    f"WHERE e.relation_type = 'CO_OCCURS' AND e.weight > ? "
-                    f"AND (e.source_id IN ({_marks(len(ids))}) OR e.target_id IN ({_marks(len(ids))})) "
-                    f"AND a.namespace IN ({_marks(len(ns))}) AND b.namespace IN ({_marks(len(ns))})",
-                    [min_weight, *ids, *ids, *ns, *ns]):
-                other, via = (dst, src) if src in hits else (src, dst)
-                if other not in hits and (other not in out or out[other].weight < w):
-                    out[other] = Neighbour(other, via, "CO_OCCURS", float(w))
+            for mid in dict.fromkeys(ids):
+                for src, dst, w in _strongest(conn, mid, ("CO_OCCURS",), ns, limit + len(hits), min_weight):
+                    other = dst if src == mid else src
+                    if other not in hits and (other not in out or out[other].weight < w):
+                        out[other] = Neighbour(other, mid, "CO_OCCURS", float(w))
             return sorted(out.values(), key=lambda n: (-n.weight, n.memory_id))[:limit]
 
         return self._read(run, [])
@@ -155,6 +144,26 @@ class GraphReader:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+
+
+def _strongest(conn: sqlite3.Connection, node: str, relations: tuple[str, ...], namespaces: list[str], limit: int,
+               above: float, *, relation: bool = False, memories_only: bool = False) -> list[tuple]:
+    """The `limit` heaviest edges of `node` (either direction) of `relations` with weight > `above`,
+    whose edge and far node are in `namespaces`: one index range scan per (direction, relation),
+    heaviest first, so a hub memory with thousands of edges costs no more than a quiet one. `+`
+    keeps SQLite's planner off the namespace indexes (it would scan every edge of a namespace)."""
+    marks = _marks(len(namespaces))
+    kind = " AND n.type != 'entity'" if memories_only else ""
+    out: list[tuple] = []
+    for here, there in (("source_id", "target_id"), ("target_id", "source_id")):
+        for rel in relations:
+            out += conn.execute(
+                f"SELECT e.source_id, e.target_id, e.weight{', e.relation_type' if relation else ''} "
+                f"FROM graph_edges e JOIN graph_nodes n ON n.id = e.{there} "
+                f"WHERE e.{here} = ? AND e.relation_type = ? AND e.weight > ? AND +e.namespace IN ({marks}) "
+                f"AND +n.namespace IN ({marks}){kind} ORDER BY e.weight DESC LIMIT ?",
+                [node, rel, above, *namespaces, *namespaces, limit]).fetchall()
+    return out
 
 
 def _stats(nodes: dict[str, int], edges: dict[str, int], by_ns: dict[str, dict[str, int]]) -> dict[str, Any]:

@@ -213,7 +213,7 @@ class RecallService:
         """What the answers depend on besides the data (part of search-cache keys)."""
         rr = getattr(self.reranker, "model_id", "none") if self.reranker is not None else "none"
         bm25 = getattr(self.index, "bm25", "lancedb")
-        return f"v2|{self.queries.model_id}|{self.fusion}|{bm25}|{rr}|{self.rerank_top}"
+        return f"v3|{self.queries.model_id}|{self.fusion}|{bm25}|{rr}|{self.rerank_top}"
 
     async def recall(self, req: RecallRequest) -> list[RecallHit]:
         req = req.validated()
@@ -257,7 +257,8 @@ class RecallService:
         """CO_OCCURS partners (weight > 0.6) of the results: what the agent will likely ask next."""
         if self.graph is None or not memory_ids:
             return []
-        near = await asyncio.to_thread(self.graph.prefetch, memory_ids, namespaces, limit=limit)
+        # on the loop: two indexed SQLite lookups (~0.3 ms) cost less than a thread hop under load
+        near = self.graph.prefetch(memory_ids, namespaces, limit=limit)
         if not near:
             return []
         source = await self._source()

@@ -35,6 +35,7 @@ from events.store import EventStore  # noqa: E402
 from projections.graph import GraphProjector  # noqa: E402
 from projections.hash_embedder import HashEmbedder  # noqa: E402
 from projections.memories import MemoriesProjector  # noqa: E402
+from projections.queries.graph import GraphReader  # noqa: E402
 from projections.queries.graph_navigate import navigate  # noqa: E402
 from projections.queries.graph_query import run as run_query  # noqa: E402
 from projections.queries.graph_schema import GRAPH_SCHEMA  # noqa: E402
@@ -142,6 +143,21 @@ def navigation(n_nodes: int, n_edges: int, rng: random.Random) -> None:
         print(f"pattern query, one hop from a node: p50 {percentile(qtimes, 50):.2f} ms, "
               f"p99 {percentile(qtimes, 99):.2f} ms")
         conn.close()
+        # what every recall pays: prefetch over its results, and the expansion of a sparse one
+        reader = GraphReader(Path(tmp))
+        pf, nb = [], []
+        for _ in range(200):
+            hits = rng.sample(ids, 10)
+            t = time.perf_counter()
+            reader.prefetch(hits, scope)
+            pf.append((time.perf_counter() - t) * 1000)
+            t = time.perf_counter()
+            reader.neighbours(hits[:3], scope)
+            nb.append((time.perf_counter() - t) * 1000)
+        reader.close()
+        print(f"recall-path lookups: prefetch of 10 results p50 {percentile(pf, 50):.2f} ms, "
+              f"p99 {percentile(pf, 99):.2f} ms; expansion of 3 hits p50 {percentile(nb, 50):.2f} ms, "
+              f"p99 {percentile(nb, 99):.2f} ms")
 
 
 async def main(args: argparse.Namespace) -> None:
