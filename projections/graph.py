@@ -50,7 +50,7 @@ CO_RECALL_TOP = 5
 SHARED = "shared"
 # Beyond the seed's indexes: recall's prefetch and expansion look up one relation of a few nodes,
 # strongest first; hub memories carry thousands of CO_OCCURS edges.
-_SCHEMA = GRAPH_SCHEMA + """
+PROJECTION_SCHEMA = GRAPH_SCHEMA + """
 CREATE INDEX IF NOT EXISTS idx_edges_source_rel ON graph_edges(source_id, relation_type, weight);
 CREATE INDEX IF NOT EXISTS idx_edges_target_rel ON graph_edges(target_id, relation_type, weight);
 CREATE TABLE IF NOT EXISTS graph_recalls (memory_id TEXT PRIMARY KEY, count INTEGER NOT NULL);
@@ -70,7 +70,7 @@ def edge_id(relation: str, source: str, target: str) -> str:
 
 class GraphProjector(SqliteProjection):
     name = "graph"
-    schema = _SCHEMA
+    schema = PROJECTION_SCHEMA
     schema_version = SCHEMA_VERSION
 
     def __init__(self, directory: Path) -> None:

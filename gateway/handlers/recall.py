@@ -23,7 +23,7 @@ log = structlog.get_logger(__name__)
 
 READS = ["memories", "synonyms"]
 BOOTSTRAP_DEFAULT, BOOTSTRAP_MAX = 10, 50
-PREFETCH_FROM = 5   # the CO_OCCURS partners of the top 5 results (the pairs the graph counts)
+PREFETCH_FROM = 3   # the CO_OCCURS partners of the top 3 results
 
 
 def resolve_scope(actor: Actor | None, namespace: str | None, include: tuple[str, ...]) -> list[str]:

@@ -104,10 +104,9 @@ class GraphReader:
                     found[n.memory_id] = n
 
             ids = list(memory_ids)
-            for mid in dict.fromkeys(ids):
-                for src, dst, w, rel in _strongest(conn, mid, ("DEPENDS_ON", "CO_OCCURS"), ns, limit + len(hits), 0.0,
-                                                   relation=True, memories_only=True):
-                    keep(Neighbour(dst if src == mid else src, mid, rel, float(w)))
+            for src, dst, w, rel, mid in _strongest(conn, ids, ("DEPENDS_ON", "CO_OCCURS"), ns, limit + len(hits),
+                                                    0.0, relation=True, memories_only=True):
+                keep(Neighbour(dst if src == mid else src, mid, rel, float(w)))
             for via, entity, label, other, w in conn.execute(
                     f"SELECT a.source_id, a.target_id, en.label, b.source_id, a.weight * b.weight "
                     f"FROM graph_edges a JOIN graph_nodes en ON en.id = a.target_id "
@@ -130,11 +129,10 @@ class GraphReader:
         def run(conn: sqlite3.Connection) -> list[Neighbour]:
             ids, ns, hits = list(memory_ids), list(namespaces), set(memory_ids)
             out: dict[str, Neighbour] = {}
-            for mid in dict.fromkeys(ids):
-                for src, dst, w in _strongest(conn, mid, ("CO_OCCURS",), ns, limit + len(hits), min_weight):
-                    other = dst if src == mid else src
-                    if other not in hits and (other not in out or out[other].weight < w):
-                        out[other] = Neighbour(other, mid, "CO_OCCURS", float(w))
+            for src, dst, w, mid in _strongest(conn, ids, ("CO_OCCURS",), ns, limit + len(hits), min_weight):
+                other = dst if src == mid else src
+                if other not in hits and (other not in out or out[other].weight < w):
+                    out[other] = Neighbour(other, mid, "CO_OCCURS", float(w))
             return sorted(out.values(), key=lambda n: (-n.weight, n.memory_id))[:limit]
 
         return self._read(run, [])
@@ -146,24 +144,30 @@ class GraphReader:
                 self._conn = None
 
 
-def _strongest(conn: sqlite3.Connection, node: str, relations: tuple[str, ...], namespaces: list[str], limit: int,
-               above: float, *, relation: bool = False, memories_only: bool = False) -> list[tuple]:
-    """The `limit` heaviest edges of `node` (either direction) of `relations` with weight > `above`,
-    whose edge and far node are in `namespaces`: one index range scan per (direction, relation),
-    heaviest first, so a hub memory with thousands of edges costs no more than a quiet one. `+`
-    keeps SQLite's planner off the namespace indexes (it would scan every edge of a namespace)."""
+def _strongest(conn: sqlite3.Connection, node: str | list[str], relations: tuple[str, ...], namespaces: list[str],
+               limit: int, above: float, *, relation: bool = False, memories_only: bool = False) -> list[tuple]:
+    """The `limit` heaviest edges of each node (either direction) of `relations` with weight >
+    `above`, whose edge and far node are in `namespaces`: one index range scan per (node,
+    direction, relation), heaviest first, so a hub memory with thousands of edges costs no more than
+    a quiet one; all of them in ONE statement (UNION ALL). `+` keeps SQLite's planner off the
+    namespace indexes (it would scan every edge of a namespace)."""
+    nodes = [node] if isinstance(node, str) else list(dict.fromkeys(node))
     marks = _marks(len(namespaces))
     kind = " AND n.type != 'entity'" if memories_only else ""
-    out: list[tuple] = []
+    parts, args = [], []
     for here, there in (("source_id", "target_id"), ("target_id", "source_id")):
         for rel in relations:
-            out += conn.execute(
-                f"SELECT e.source_id, e.target_id, e.weight{', e.relation_type' if relation else ''} "
-                f"FROM graph_edges e JOIN graph_nodes n ON n.id = e.{there} "
-                f"WHERE e.{here} = ? AND e.relation_type = ? AND e.weight > ? AND +e.namespace IN ({marks}) "
-                f"AND +n.namespace IN ({marks}){kind} ORDER BY e.weight DESC LIMIT ?",
-                [node, rel, above, *namespaces, *namespaces, limit]).fetchall()
-    return out
+            for n in nodes:
+                parts.append(f"SELECT * FROM (SELECT e.source_id, e.target_id, e.weight, e.relation_type, ? AS via "
+                             f"FROM graph_edges e JOIN graph_nodes n ON n.id = e.{there} "
+                             f"WHERE e.{here} = ? AND e.relation_type = ? AND e.weight > ? "
+                             f"AND +e.namespace IN ({marks}) AND +n.namespace IN ({marks}){kind} "
+                             f"ORDER BY e.weight DESC LIMIT ?)")
+                args += [n, n, rel, above, *namespaces, *namespaces, limit]
+    if not parts:
+        return []
+    rows = conn.execute(" UNION ALL ".join(parts), args).fetchall()
+    return [r[:4] + (r[4],) if relation else (r[0], r[1], r[2], r[4]) for r in rows]
 
 
 def _stats(nodes: dict[str, int], edges: dict[str, int], by_ns: dict[str, dict[str, int]]) -> dict[str, Any]:
