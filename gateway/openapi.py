@@ -100,7 +100,7 @@ SCHEMAS: dict[str, Any] = {
         "results": {"type": "array", "items": _ref("RecallResult")},
         "namespaces": {"type": "array", "items": {"type": "string"}},
         "position": POSITION, "took_ms": {"type": "number"}, "cached": {"type": "boolean"},
-        "prefetch": {"type": "array", "description": "CO_OCCURS partners (weight > 0.6) of the results",
+        "prefetch": {"type": "array", "description": "CO_OCCURS partners (weight > 0.6) of the top 3 results",
                      "items": {"type": "object", "properties": {
                          "memory_id": {"type": "string"}, "content": {"type": "string"},
                          "namespace": {"type": "string"}, "weight": {"type": "number"},

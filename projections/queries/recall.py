@@ -20,8 +20,8 @@
   3 results pass, up to 5 `shared` hits are appended with their score x 0.5, marked.
 - Graph expansion (plan E1): when fewer than 5 results pass, the memories one hop from the hits
   in the knowledge graph (DEPENDS_ON, CO_OCCURS, a shared entity) are added, marked, with the
-  score of the hit they came from x the edge weight x 0.5; `prefetch` lists the CO_OCCURS partners
-  (weight > 0.6) of the results.
+  score of the hit they came from x the edge weight x 0.5; `prefetch` lists the CO_OCCURS
+  partners (weight > 0.6) of the top 3 results.
 """
 
 from __future__ import annotations
