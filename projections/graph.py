@@ -194,13 +194,13 @@ class GraphProjector(SqliteProjection):
             # the edge lives with a private endpoint when there is one (seed 2.5.6: source's namespace)
             src, dst = (b, a) if known[a] == SHARED and known[b] != SHARED else (a, b)
             eid = edge_id("CO_OCCURS", src, dst)
+            least = min(counts[a], counts[b])
             conn.execute(
                 "INSERT INTO graph_edges (id, source_id, target_id, relation_type, weight, namespace, "
-                "evidence_count, created_at) VALUES (?, ?, ?, 'CO_OCCURS', 0, ?, 0, ?) ON CONFLICT (id) DO NOTHING",
-                (eid, src, dst, known[src], at))
-            conn.execute("UPDATE graph_edges SET evidence_count = evidence_count + 1, "
-                         "weight = MIN(1.0, (evidence_count + 1) * 1.0 / ?) WHERE id = ?",
-                         (min(counts[a], counts[b]), eid))
+                "evidence_count, created_at) VALUES (?1, ?2, ?3, 'CO_OCCURS', MIN(1.0, 1.0 / ?4), ?5, 1, ?6) "
+                "ON CONFLICT (id) DO UPDATE SET evidence_count = evidence_count + 1, "
+                "weight = MIN(1.0, (evidence_count + 1) * 1.0 / ?4)",
+                (eid, src, dst, least, known[src], at))
             conn.execute("INSERT INTO graph_cooccur (edge_id, last_at) VALUES (?, ?) "
                          "ON CONFLICT (edge_id) DO UPDATE SET last_at = excluded.last_at", (eid, at))
 
