@@ -11,18 +11,13 @@ another 4xx or a malformed body raises :class:`LLMError` at once. Over the day's
 
 from __future__ import annotations
 
-import asyncio
 from datetime import datetime, timezone
 from typing import Any
 
-import aiohttp
 import orjson
-import structlog
 
 from events.clock import Clock, SystemClock
-from projections.http_provider import Retryable, endpoint_url, error_message
-
-log = structlog.get_logger(__name__)
+from projections.http_provider import JsonPoster, endpoint_url
 
 BUDGET_KEY = "zhiyi:llm:calls:"      # + UTC date; expires after two days
 DEFAULT_DAILY_LIMIT = 500
@@ -36,32 +31,19 @@ class BudgetExhausted(LLMError):
     """The day's LLM call budget is spent."""
 
 
-class ChatClient:
-    backoff_s: tuple[float, ...] = (0.2, 0.8)
+class ChatClient(JsonPoster):
+    error_cls = LLMError
+    what = "llm"
 
     def __init__(self, endpoint: str, model: str, api_key: str | None = None, *, redis: Any = None,
                  daily_limit: int = DEFAULT_DAILY_LIMIT, clock: Clock | None = None, timeout_s: float = 30.0,
                  retries: int = 2) -> None:
-        self.url = endpoint_url(endpoint, "chat/completions")
+        super().__init__(endpoint_url(endpoint, "chat/completions"), api_key, timeout_s, retries)
         self.model = model
         self.model_id = f"http:{model}"
         self.redis = redis
         self.daily_limit = daily_limit
         self.clock = clock or SystemClock()
-        self.timeout_s = timeout_s
-        self.retries = retries
-        self._api_key = api_key
-        self._session: aiohttp.ClientSession | None = None
-
-    def _client(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.timeout_s))
-        return self._session
-
-    async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
 
     async def _spend(self) -> None:
         """Count one call against today's budget (UTC day of the clock)."""
@@ -82,15 +64,7 @@ class ChatClient:
         body = orjson.dumps({"model": self.model, "temperature": 0,
                              "response_format": {"type": "json_object"},
                              "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}]})
-        for attempt in range(self.retries + 1):
-            try:
-                raw = await self._post(body)
-                break
-            except Retryable as exc:
-                if attempt >= self.retries:
-                    raise LLMError(f"LLM request to {self.url} failed after {attempt + 1} attempts: {exc}") from exc
-                log.warning("llm.http_retry", url=self.url, attempt=attempt + 1, error=str(exc))
-                await asyncio.sleep(self.backoff_s[min(attempt, len(self.backoff_s) - 1)])
+        raw = await self.post_json(body)
         try:
             content = orjson.loads(raw)["choices"][0]["message"]["content"]
         except Exception as exc:
@@ -98,18 +72,3 @@ class ChatClient:
         if not isinstance(content, str):
             raise LLMError(f"malformed chat completion from {self.url}: content is not a string")
         return content
-
-    async def _post(self, body: bytes) -> bytes:
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
-        try:
-            async with self._client().post(self.url, data=body, headers=headers) as resp:
-                data, status = await resp.read(), resp.status
-        except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
-            raise Retryable(f"{type(exc).__name__}: {exc}") from exc
-        if status >= 500 or status == 429:
-            raise Retryable(f"HTTP {status}: {error_message(data)}")
-        if status >= 400:
-            raise LLMError(f"LLM endpoint returned HTTP {status}: {error_message(data)}")
-        return data

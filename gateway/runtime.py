@@ -54,6 +54,23 @@ def build_recall(settings: Settings, reader: MemoriesReader, embedder, synonyms,
                          clock=clock, graph=graph), reranker
 
 
+async def _stop_tasks(tasks: list[asyncio.Task], *, grace_s: float) -> None:
+    """Let the runners stop on their own (they watch STOPPING), then cancel what is left; never
+    wait on a task forever (one stuck in a provider call or a wait must not hang the shutdown)."""
+    if not tasks:
+        return
+    _, pending = await asyncio.wait(tasks, timeout=grace_s)
+    for task in pending:
+        task.cancel()
+    if pending:
+        _, stuck = await asyncio.wait(pending, timeout=2.0)
+        for task in stuck:
+            log.warning("shutdown.task_stuck", task=task.get_name())
+    for task in tasks:
+        if task.done() and not task.cancelled() and task.exception() is not None:
+            log.error("shutdown.task_failed", task=task.get_name(), error=str(task.exception()))
+
+
 async def _warm_up(embedder) -> None:
     try:
         await asyncio.to_thread(embedder.warm_up)
@@ -128,9 +145,7 @@ async def resources(app: web.Application) -> AsyncIterator[None]:
     finally:
         await app[AUDIT].close()  # append the buffered recall.served events before anything stops
         app[STOPPING].set()
-        for task in app[RUNNER_TASKS]:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await asyncio.wait_for(task, timeout=10)
+        await _stop_tasks(app[RUNNER_TASKS], grace_s=10.0)
         if app[BACKGROUND]:
             await asyncio.gather(*app[BACKGROUND], return_exceptions=True)
         for p in projectors:

@@ -14,16 +14,14 @@ the configured provider with :func:`make_reranker` and closes it with ``await re
 
 from __future__ import annotations
 
-import asyncio
 import math
 from typing import Any, Protocol, runtime_checkable
 
-import aiohttp
 import numpy as np
 import orjson
 import structlog
 
-from projections.http_provider import Retryable, endpoint_url, error_message
+from projections.http_provider import JsonPoster, endpoint_url
 from projections.rerank_local import LocalReranker
 
 log = structlog.get_logger(__name__)
@@ -59,7 +57,7 @@ def _rerank_url(endpoint: str) -> str:
 
 
 
-class HttpReranker:
+class HttpReranker(JsonPoster):
     """Client for ``POST {endpoint}/v1/rerank`` speaking the bge-reranker-v2-m3 wire format.
 
     Request: ``{"model", "query", "documents", "top_n": len(documents), "return_documents": false}``
@@ -73,7 +71,8 @@ class HttpReranker:
     :meth:`close`. Proxy settings from the environment are ignored (aiohttp's default).
     """
 
-    backoff_s: tuple[float, ...] = (0.2, 0.8)
+    error_cls = RerankError
+    what = "rerank"
 
     def __init__(
         self,
@@ -83,27 +82,9 @@ class HttpReranker:
         timeout_s: float = 10.0,
         retries: int = 2,
     ) -> None:
-        if retries < 0:
-            raise ValueError("retries must be >= 0")
-        self.url = _rerank_url(endpoint)
+        super().__init__(_rerank_url(endpoint), api_key, timeout_s, retries)
         self.model = model
         self.model_id = f"http:{model}"
-        self.timeout_s = timeout_s
-        self.retries = retries
-        self._api_key = api_key
-        self._session: aiohttp.ClientSession | None = None
-        self.requests = 0  # successful HTTP round trips, for diagnostics
-
-    def _client(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.timeout_s))
-        return self._session
-
-    async def close(self) -> None:
-        """Close the HTTP session (a later call opens a new one)."""
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
 
     async def rerank(
         self, query: str, documents: list[str], *, passage_vectors: np.ndarray | None = None
@@ -118,35 +99,8 @@ class HttpReranker:
             "top_n": len(documents),
             "return_documents": False,
         })
-        for attempt in range(self.retries + 1):
-            try:
-                raw = await self._post(body)
-                break
-            except Retryable as exc:
-                if attempt >= self.retries:
-                    raise RerankError(
-                        f"rerank request to {self.url} failed after {attempt + 1} attempts: {exc}"
-                    ) from exc
-                log.warning("rerank.http_retry", url=self.url, attempt=attempt + 1, error=str(exc))
-                await asyncio.sleep(self.backoff_s[min(attempt, len(self.backoff_s) - 1)])
+        raw = await self.post_json(body)
         return self._parse(raw, len(documents))
-
-    async def _post(self, body: bytes) -> bytes:
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
-        try:
-            async with self._client().post(self.url, data=body, headers=headers) as resp:
-                data = await resp.read()
-                status = resp.status
-        except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
-            raise Retryable(f"{type(exc).__name__}: {exc}") from exc
-        if status >= 500 or status == 429:
-            raise Retryable(f"HTTP {status}: {error_message(data)}")
-        if status >= 400:
-            raise RerankError(f"rerank endpoint returned HTTP {status}: {error_message(data)}")
-        self.requests += 1
-        return data
 
     def _parse(self, raw: bytes, n: int) -> list[float]:
         try:
