@@ -4,35 +4,26 @@ memory was recalled."""
 from __future__ import annotations
 
 import sqlite3
-import threading
 from pathlib import Path
 
 from events.hlc import iso_from_ms
+from projections.queries.sqlite_reader import SqliteReader
 
 DB_FILE = "activity.db"
 
 
-class ActivityReader:
+class ActivityReader(SqliteReader):
     """Read-only access; a missing database reads as "never recalled"."""
 
     def __init__(self, directory: Path) -> None:
-        self.path = Path(directory) / DB_FILE
-        self._lock = threading.Lock()
-        self._conn: sqlite3.Connection | None = None
-
-    def _connect(self) -> sqlite3.Connection | None:
-        if self._conn is None:
-            if not self.path.exists():
-                return None
-            self._conn = sqlite3.connect(f"{self.path.as_uri()}?mode=ro", uri=True, check_same_thread=False)
-        return self._conn
+        super().__init__(directory, DB_FILE)
 
     def recalls(self, memory_ids: list[str]) -> dict[str, tuple[int, str]]:
         """memory id -> (recall_count, last_recalled_at ISO or ''), for the ids ever recalled."""
         if not memory_ids:
             return {}
         with self._lock:
-            conn = self._connect()
+            conn = self.connection()
             if conn is None:
                 return {}
             out: dict[str, tuple[int, str]] = {}
@@ -47,9 +38,3 @@ class ActivityReader:
             except sqlite3.OperationalError:  # created but not initialised yet
                 return {}
             return out
-
-    def close(self) -> None:
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None

@@ -6,12 +6,12 @@ Synchronous (SQLite): call from a thread."""
 from __future__ import annotations
 
 import sqlite3
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from projections.queries.graph_schema import DB_FILE, NODE_TYPES, RELATION_TYPES
+from projections.queries.sqlite_reader import SqliteReader
 
 PREFETCH_MIN_WEIGHT = 0.6          # seed 2.6 step 6 / appendix B prefetch.cooccur_threshold
 ENTITY_FANOUT = 50                 # memories reached through one entity, at most
@@ -30,18 +30,9 @@ def _marks(n: int) -> str:
     return ",".join("?" * n)
 
 
-class GraphReader:
+class GraphReader(SqliteReader):
     def __init__(self, directory: Path) -> None:
-        self.path = Path(directory) / DB_FILE
-        self._lock = threading.Lock()
-        self._conn: sqlite3.Connection | None = None
-
-    def connection(self) -> sqlite3.Connection | None:
-        if self._conn is None:
-            if not self.path.exists():
-                return None
-            self._conn = sqlite3.connect(f"{self.path.as_uri()}?mode=ro", uri=True, check_same_thread=False)
-        return self._conn
+        super().__init__(directory, DB_FILE)
 
     def _read(self, fn, empty):
         with self._lock:
@@ -136,13 +127,6 @@ class GraphReader:
             return sorted(out.values(), key=lambda n: (-n.weight, n.memory_id))[:limit]
 
         return self._read(run, [])
-
-    def close(self) -> None:
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
-
 
 def _strongest(conn: sqlite3.Connection, node: str | list[str], relations: tuple[str, ...], namespaces: list[str],
                limit: int, above: float, *, relation: bool = False, memories_only: bool = False) -> list[tuple]:

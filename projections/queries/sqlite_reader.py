@@ -1,0 +1,29 @@
+"""Read-only access to one SQLite projection database, shared by its readers: one connection
+(`mode=ro`), opened when the file exists, guarded by a lock, closed on `close()`. A missing file
+reads as "nothing yet" (`connection()` is None)."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+
+
+class SqliteReader:
+    def __init__(self, directory: Path, db_file: str) -> None:
+        self.path = Path(directory) / db_file
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+
+    def connection(self) -> sqlite3.Connection | None:
+        if self._conn is None:
+            if not self.path.exists():
+                return None
+            self._conn = sqlite3.connect(f"{self.path.as_uri()}?mode=ro", uri=True, check_same_thread=False)
+        return self._conn
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
