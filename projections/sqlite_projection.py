@@ -35,6 +35,7 @@ class SqliteProjection:
             conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")  # WAL: atomic; a lost tail is re-applied from the log
+            conn.execute("PRAGMA cache_size=-65536")
             self._conn = conn
         if create and not self._ready:
             self._conn.executescript(self.schema + "\nCREATE TABLE IF NOT EXISTS checkpoint "

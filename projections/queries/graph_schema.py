@@ -36,8 +36,11 @@ CREATE TABLE IF NOT EXISTS graph_edges (
   evidence_count INTEGER DEFAULT 1,
   created_at TEXT
 );
-CREATE INDEX IF NOT EXISTS idx_edges_source ON graph_edges(source_id);
-CREATE INDEX IF NOT EXISTS idx_edges_target ON graph_edges(target_id);
+-- the seed's idx_edges_source(source_id) / idx_edges_target(target_id), widened: the same lookups
+-- use them as prefixes, and recall's prefetch and expansion read one relation of a node strongest
+-- first (hub memories carry thousands of CO_OCCURS edges); two fewer B-trees per edge write
+CREATE INDEX IF NOT EXISTS idx_edges_source_rel ON graph_edges(source_id, relation_type, weight);
+CREATE INDEX IF NOT EXISTS idx_edges_target_rel ON graph_edges(target_id, relation_type, weight);
 CREATE INDEX IF NOT EXISTS idx_nodes_namespace ON graph_nodes(namespace);
 CREATE INDEX IF NOT EXISTS idx_edges_namespace ON graph_edges(namespace);
 """

@@ -321,6 +321,33 @@ async def test_catch_up_from_scratch_gives_the_same_digest_whatever_the_batching
     assert digests[0] != await GraphProjector(tmp_path / "empty").digest()
 
 
+async def test_runs_of_recalls_fold_together_exactly_as_one_by_one(store, tmp_path: Path) -> None:
+    """Consecutive recall.served events are folded as one run (a few statements per batch): long,
+    overlapping runs cut by commits, a deletion and a forget give the same graph in batches of 1, 7
+    and 1000, and the weights are those of the counts at each co-recall."""
+    import random
+
+    rng = random.Random(5)
+    ids = [f"m{i}" for i in range(12)]
+    log = [commit(m, f"note {m} about service {m}", ns=ALICE if i % 4 == 0 else SHARED) for i, m in enumerate(ids)]
+    for step in range(120):
+        log.append(served(*rng.sample(ids, rng.randint(1, 7))))
+        if step == 40:
+            log.append(delete("m3"))
+        if step == 70:
+            log += [commit("m3", "back again"), forget("m5")]
+    await append(store, *log)
+    digests = []
+    for i, batch in enumerate((1, 7, 1000)):
+        p = await project(store, tmp_path / f"run-{i}", batch_size=batch)
+        digests.append(await p.digest())
+        await p.close()
+    assert len(set(digests)) == 1
+    got = co(tmp_path / "run-2")
+    assert got and all(0.0 < w <= 1.0 and n >= 1 for n, w in got.values())
+    assert not any("m5" in e for e in got)
+
+
 async def test_a_rebuild_equals_the_live_graph_after_a_prune(store, tmp_path: Path) -> None:
     await _mixed_log(store)
     live_root = tmp_path / "live"
