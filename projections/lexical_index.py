@@ -49,6 +49,9 @@ class LexicalIndex:
         self._doc_terms: dict[int, Counter[str]] = {}           # live slot -> its term counts
         self._doc_len = array("f")                              # by slot; 0 once removed
         self._total_len = 0
+        # term -> (postings length, avgdl, N) it was computed at, and each posting's BM25 part
+        # tf * (k1 + 1) / (tf + k1 * (1 - b + b * |d| / avgdl)): reused until the index changes
+        self._impacts: dict[str, tuple[int, float, int, np.ndarray]] = {}
 
     def __len__(self) -> int:
         return len(self._doc_terms)
@@ -99,10 +102,16 @@ class LexicalIndex:
                 continue
             raw_slots, raw_tfs = self._postings[term]
             slots = np.frombuffer(raw_slots, dtype=np.int64)
-            tfs = np.frombuffer(raw_tfs, dtype=np.float32)
             idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-            norm = k1 * (1.0 - b + b * doc_len[slots] / avgdl)
-            scores[slots] += (qtf * idf) * tfs * (k1 + 1.0) / (tfs + norm)  # slots are unique per term
+            cached = self._impacts.get(term)
+            if cached is not None and cached[0] == len(raw_slots) and cached[1] == avgdl and cached[2] == n:
+                impact = cached[3]
+            else:
+                tfs = np.frombuffer(raw_tfs, dtype=np.float32)
+                norm = k1 * (1.0 - b + b * doc_len[slots] / avgdl)
+                impact = tfs * (k1 + 1.0) / (tfs + norm)
+                self._impacts[term] = (len(raw_slots), avgdl, n, impact)
+            scores[slots] += (qtf * idf) * impact  # slots are unique per term
             touched = True
         return scores if touched else None
 

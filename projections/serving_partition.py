@@ -35,8 +35,11 @@ class Partition:
         self.rows: list[dict[str, Any] | None] = []
         self.vectors = np.zeros((64, dim), dtype=np.float32)
         self.live = np.zeros(64, dtype=bool)
-        # context neighbours by slot, one and two steps away (-1: none)
-        self.prev, self.next, self.prev2, self.next2 = (np.full(64, -1, dtype=np.int32) for _ in range(4))
+        # context neighbours by slot: a slot's neighbours are always the adjacent slots (rows arrive in
+        # commit order), so 1.0 / 0.0 flags say whether slot -1, +1, -2, +2 is one; searches then read
+        # shifted slices instead of gathering through index arrays
+        self.has_prev, self.has_next, self.has_prev2, self.has_next2 = (np.zeros(64, dtype=np.float32)
+                                                                        for _ in range(4))
         self._last: tuple[str, int] | None = None      # (agent, commit ms) of the last slot
         self.size = 0
         self.live_count = 0
@@ -55,19 +58,18 @@ class Partition:
             live = np.zeros(cap, dtype=bool)
             live[:slot] = self.live[:slot]
             links = []
-            for old in (self.prev, self.next, self.prev2, self.next2):
-                grown = np.full(cap, -1, dtype=np.int32)
+            for old in (self.has_prev, self.has_next, self.has_prev2, self.has_next2):
+                grown = np.zeros(cap, dtype=np.float32)
                 grown[:slot] = old[:slot]
                 links.append(grown)
             self.vectors, self.live = vectors, live  # old arrays stay valid for a training snapshot
-            self.prev, self.next, self.prev2, self.next2 = links
+            self.has_prev, self.has_next, self.has_prev2, self.has_next2 = links
         if self._last is not None and self._last[0] == agent and 0 <= commit_ms - self._last[1] <= SESSION_GAP_MS:
-            self.prev[slot] = slot - 1
-            self.next[slot - 1] = slot
-            before = self.prev[slot - 1]
-            if before >= 0:
-                self.prev2[slot] = before
-                self.next2[before] = slot
+            self.has_prev[slot] = 1.0
+            self.has_next[slot - 1] = 1.0
+            if self.has_prev[slot - 1]:
+                self.has_prev2[slot] = 1.0
+                self.has_next2[slot - 2] = 1.0
         self._last = (agent, commit_ms)
         self.origin.append(self._last)
         self.vectors[slot] = vector
@@ -95,35 +97,41 @@ class Partition:
             return []
         n = self.size
         live = self.live[:n]
-        if context > 0.0 and np.count_nonzero(scores[:n]) * 16 > n:
-            # many matches: one pass over every slot, no index arrays
-            own = np.zeros(n + 1, dtype=np.float32)   # own[-1] == 0: "no neighbour"
-            np.multiply(scores[:n], live, out=own[:n])  # removed memories neither match nor lend context
-            smoothed = own[self.prev[:n]]
-            np.maximum(smoothed, own[self.next[:n]], out=smoothed)
+        if context <= 0.0:
+            if np.count_nonzero(scores[:n]) * 16 > n:
+                return top_hits(None, scores[:n] * live, k)
+            hits = np.flatnonzero(scores[:n])
+            hits = hits[live[hits]]
+            return top_hits(hits, scores[hits], k)
+        # own[s + 2] = slot s's own score (0 when removed); two zeros either side stand in for "none"
+        own = np.zeros(n + 4, dtype=np.float32)
+        if np.count_nonzero(scores[:n]) * 16 > n:
+            # many matches: one pass over every slot, contiguous slices only
+            np.multiply(scores[:n], live, out=own[2:n + 2])
+            smoothed = own[1:n + 1] * self.has_prev[:n]
+            np.maximum(smoothed, own[3:n + 3] * self.has_next[:n], out=smoothed)
             smoothed *= np.float32(context)
-            two = own[self.prev2[:n]]
-            np.maximum(two, own[self.next2[:n]], out=two)
+            two = own[0:n] * self.has_prev2[:n]
+            np.maximum(two, own[4:n + 4] * self.has_next2[:n], out=two)
             two *= np.float32(0.5 * context)
             smoothed += two
-            smoothed += own[:n]
+            smoothed += own[2:n + 2]
             smoothed *= live
             return top_hits(None, smoothed, k)
-        scores = scores[:n]
-        hits = np.flatnonzero(scores)
+        hits = np.flatnonzero(scores[:n])
         hits = hits[live[hits]]
-        if context <= 0.0 or len(hits) == 0:
-            return top_hits(hits, scores[hits], k)
-        prev, nxt, prev2, nxt2 = self.prev[:n], self.next[:n], self.prev2[:n], self.next2[:n]
-        own = np.zeros(n + 1, dtype=np.float32)
-        own[hits] = scores[hits]
-        near = np.zeros(n + 1, dtype=bool)            # few: just the matches and their neighbours
-        for links in (prev, nxt, prev2, nxt2):
-            near[links[hits]] = True                  # (-1, "no neighbour", marks the spare slot n)
-        near[hits] = True
-        cand = np.flatnonzero(near[:n] & live)
-        smoothed = (own[cand] + context * np.maximum(own[prev[cand]], own[nxt[cand]])
-                    + (0.5 * context) * np.maximum(own[prev2[cand]], own[nxt2[cand]]))
+        if len(hits) == 0:
+            return []
+        own[hits + 2] = scores[hits]
+        near = np.zeros(n + 4, dtype=bool)            # few: just the matches and their neighbours
+        for step, flags in ((-1, self.has_prev), (1, self.has_next), (-2, self.has_prev2), (2, self.has_next2)):
+            near[hits[flags[hits] > 0] + (step + 2)] = True
+        near[hits + 2] = True
+        cand = np.flatnonzero(near[2:n + 2] & live)
+        smoothed = (own[cand + 2]
+                    + context * np.maximum(own[cand + 1] * self.has_prev[cand], own[cand + 3] * self.has_next[cand])
+                    + (0.5 * context) * np.maximum(own[cand] * self.has_prev2[cand],
+                                                   own[cand + 4] * self.has_next2[cand]))
         keep = smoothed > 0.0
         return top_hits(cand[keep], smoothed[keep], k)
 
