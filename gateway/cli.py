@@ -41,7 +41,10 @@ def admin_key(data_dir: Path) -> tuple[str, str]:
 
 
 def build_settings(args: argparse.Namespace, redis_url: str, *, api_key: str = "", run_projectors: bool = True,
-                   only: tuple[str, ...] = ()) -> Settings:
+                   only: tuple[str, ...] = (), run_background: bool | None = None) -> Settings:
+    """`run_background` (default: with the projectors): this process hosts the reactions and the
+    scheduler."""
+    background = run_projectors if run_background is None else run_background
     return Settings(
         redis_url=redis_url,
         data_dir=Path(args.data_dir),
@@ -66,7 +69,9 @@ def build_settings(args: argparse.Namespace, redis_url: str, *, api_key: str = "
         forget_capacity=int(os.environ.get("ZHIYI_FORGET_CAPACITY", "10000")),
         tick_interval_s=float(os.environ.get("ZHIYI_TICK_INTERVAL_S", "3600")),
         run_projectors=run_projectors,
-        run_reactions=run_projectors and not _env_flag("ZHIYI_NO_REACTIONS"),
+        run_reactions=background and not _env_flag("ZHIYI_NO_REACTIONS"),
+        run_scheduler=background,
+        ready_file=Path(args.ready_file) if getattr(args, "ready_file", None) else None,
         projectors_only=only,
         log_json=_env_flag("ZHIYI_LOG_JSON"),
     )
@@ -93,13 +98,23 @@ def cmd_up(args: argparse.Namespace) -> int:
         embedded = embedded_redis.start(data_dir)
         url = embedded.url
     key, where = admin_key(data_dir)
-    settings = build_settings(args, url, api_key=key)
+    # projectors in a child process (gateway/projector_process.py), unless ZHIYI_INPROCESS_PROJECTORS
+    inprocess = _env_flag("ZHIYI_INPROCESS_PROJECTORS")
+    settings = build_settings(args, url, api_key=key, run_projectors=inprocess, run_background=True)
     print(f"zhiyi: serving on http://{settings.host}:{settings.port}  (data: {data_dir.resolve()}, redis: {url})",
           flush=True)
     print(f"zhiyi: admin API key is in {where}", flush=True)
+    projectors = None
     try:
+        if not inprocess:
+            from gateway.projector_process import ProjectorProcess
+
+            projectors = ProjectorProcess(data_dir, url)
+            projectors.start()
         serve_forever(settings)
     finally:
+        if projectors is not None:
+            projectors.stop()
         if embedded is not None:
             embedded.stop()
     return 0
@@ -186,11 +201,13 @@ def parser() -> argparse.ArgumentParser:
     http.add_argument("--port", type=int, default=DEFAULT_PORT)
     sub = p.add_subparsers(dest="command", required=True)
 
-    sub.add_parser("up", parents=[common, http], help="gateway + projectors in one process (starts Redis if needed)") \
+    sub.add_parser("up", parents=[common, http],
+                   help="gateway, reactions and scheduler, projectors in a child process; starts Redis if needed") \
         .set_defaults(func=cmd_up)
     sub.add_parser("serve", parents=[common, http], help="the gateway alone").set_defaults(func=cmd_serve)
     pp = sub.add_parser("project", parents=[common], help="the projectors alone")
     pp.add_argument("--only", action="append", help="run only this projector (repeatable)")
+    pp.add_argument("--ready-file", default=None, help="touch this file once the projectors run (used by `zhiyi up`)")
     pp.set_defaults(func=cmd_project)
     dp = sub.add_parser("digest", parents=[common], help="logical digest of each live projection")
     dp.add_argument("--json", action="store_true")

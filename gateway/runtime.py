@@ -86,7 +86,8 @@ async def resources(app: web.Application) -> AsyncIterator[None]:
     embedder = app[EMBEDDER] if not owns_embedder else make_embedder(
         bge_endpoint=settings.bge_endpoint, bge_api_key=settings.bge_api_key, bge_model=settings.bge_model,
         cache_path=str(settings.embedding_cache_path), threads=settings.embedding_threads)
-    waiter = CheckpointWaiter(store)
+    # without projectors in this process nothing notifies the waiters: they poll the checkpoints
+    waiter = CheckpointWaiter(store, poll_s=0.02 if settings.run_projectors else 0.005)
     reader = MemoriesReader(projection_dir(settings.data_dir, "memories"))
     app[STORE] = store
     if owns_embedder:
@@ -137,7 +138,7 @@ async def resources(app: web.Application) -> AsyncIterator[None]:
         app[REACTIONS] = ReactionsRunner(store, policies, consumer=settings.instance_id, waiter=waiter)
         app[RUNNER_TASKS].append(asyncio.create_task(app[REACTIONS].run(app[STOPPING]), name="reactions"))
         log.info("reactions.started", policies=[p.name for p in policies])
-    if settings.run_projectors and settings.tick_interval_s > 0:
+    if settings.run_scheduler and settings.tick_interval_s > 0:
         app[RUNNER_TASKS].append(asyncio.create_task(
             app[SCHEDULER].run(app[STOPPING], settings.tick_interval_s), name="scheduler"))
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+from pathlib import Path
 
 import structlog
 from aiohttp import web
@@ -39,6 +40,17 @@ def serve_forever(settings: Settings) -> None:
                 shutdown_timeout=10, handle_signals=True, loop=loop)
 
 
+async def _report_ready(embedder, ready_file: Path | None) -> None:
+    """Load the embedding model, then touch `ready_file` when given (`zhiyi project --ready-file`):
+    `zhiyi up` waits for it before it serves, so first commits do not wait on a loading model."""
+    try:
+        await asyncio.to_thread(embedder.warm_up)
+    except Exception:  # noqa: BLE001 - the first batch will load (and report) it again
+        log.exception("embedding.warm_up_failed")
+    if ready_file is not None:
+        ready_file.touch()
+
+
 async def run_projectors(settings: Settings) -> int:
     """Run the projector runners in this process until SIGINT/SIGTERM, with a heartbeat key."""
     redis = connect(settings.redis_url)
@@ -56,6 +68,7 @@ async def run_projectors(settings: Settings) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     tasks = [asyncio.create_task(ProjectionRunner(store, p).run(stop), name=p.name) for p in projectors]
+    await _report_ready(embedder, settings.ready_file)
     log.info("projectors.running", names=[p.name for p in projectors])
     rc = 0
     try:

@@ -34,6 +34,8 @@ class Settings:
     tick_interval_s: float = 3600.0      # ZHIYI_TICK_INTERVAL_S: scheduler period (time rules, forget run); 0: off
     run_projectors: bool = True
     run_reactions: bool = True           # the reactions runner (policies) beside the projectors
+    run_scheduler: bool = True           # the periodic tick (quality deadlines, forgetting, graph prune)
+    ready_file: Path | None = None       # `zhiyi project`: touched once the projectors run (for `zhiyi up`)
     projectors_only: tuple[str, ...] = ()
     projection_wait_s: float = 5.0
     max_body_bytes: int = 64 * 1024 * 1024

@@ -1,0 +1,116 @@
+"""`zhiyi up` runs its projectors in a supervised child process (gateway/projector_process.py):
+writes are projected there, a crashed child is started again, and stopping the gateway stops it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from test_quickstart import _free_port, _start
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _children(pid: int) -> dict[int, str]:
+    """pid -> command line of the processes whose parent is `pid` (read from /proc)."""
+    out = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            if ppid == pid:
+                out[int(entry.name)] = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (OSError, IndexError, ValueError):
+            continue
+    return out
+
+
+def _projector_child(pid: int, timeout_s: float = 20.0, not_pid: int | None = None) -> int:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        found = [p for p, cmd in _children(pid).items() if "gateway.cli project" in cmd and p != not_pid]
+        if found:
+            return found[0]
+        time.sleep(0.1)
+    raise AssertionError(f"no projector child of {pid}: {_children(pid)}")
+
+
+def _call(port: int, key: str, path: str, body: dict) -> dict:
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=json.dumps(body).encode(), method="POST",
+                                 headers={"X-API-Key": key, "Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        return json.load(resp)
+
+
+def _agent_key(port: int, admin: str) -> str:
+    return _call(port, admin, "/api/v1/agents/register", {"agent_id": "proc-test"})["api_key"]
+
+
+def _commit_and_recall(port: int, key: str, text: str) -> None:
+    committed = _call(port, key, "/api/v1/commit", {"content": text})
+    got = _call(port, key, "/api/v1/recall", {"query": text, "after": committed["position"], "cache": False})
+    assert got["results"] and got["results"][0]["content"] == text
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return Path(f"/proc/{pid}/stat").exists() and " Z " in Path(f"/proc/{pid}/stat").read_text()
+
+
+def test_projectors_run_in_a_supervised_child_process(tmp_path: Path) -> None:
+    port = _free_port()
+    proc = _start(tmp_path / "data", port, tmp_path)
+    child = None
+    try:
+        key = _agent_key(port, (tmp_path / "data" / "api_key").read_text().strip())
+        child = _projector_child(proc.pid)
+        _commit_and_recall(port, key, "the staging database listens on port 5433")
+
+        os.kill(child, signal.SIGKILL)  # a crash: the gateway starts it again and keeps serving
+        again = _projector_child(proc.pid, not_pid=child)
+        assert again != child
+        child = again
+        ready = tmp_path / "data" / ".projectors-ready"   # touched again once the new one runs
+        deadline = time.monotonic() + 60
+        while not ready.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert ready.exists()
+        _commit_and_recall(port, key, "nightly backups run at 03:00 with restic")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0, out
+    assert "projector_process.exited" in out
+    deadline = time.monotonic() + 10
+    while child is not None and not _gone(child) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert child is None or _gone(child), "the projector process outlived the gateway"
+
+
+def test_up_can_keep_the_projectors_in_process(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("ZHIYI_INPROCESS_PROJECTORS", "1")
+    port = _free_port()
+    proc = _start(tmp_path / "data", port, tmp_path)
+    try:
+        key = _agent_key(port, (tmp_path / "data" / "api_key").read_text().strip())
+        assert not [c for c in _children(proc.pid).values() if "gateway.cli project" in c]
+        _commit_and_recall(port, key, "the GPU server has an RTX 3050")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0, out
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(subprocess.call([sys.executable, "-m", "pytest", __file__]))
