@@ -1,0 +1,93 @@
+"""Paired A/B of two gateway configurations on a noisy machine: one private Redis, one data dir,
+one `zhiyi project` process, and two `zhiyi serve` gateways that differ only in their environment
+(JSON objects A and B). After N memories are committed, c=16 throughput windows alternate
+A B B A A B ... so slow drifts of the machine hit both alike; compare the per-window figures.
+
+    OPENBLAS_NUM_THREADS=1 .venv/bin/python tests/bench/ab_gateways.py --n 30000 \
+        --a '{}' --b '{"ZHIYI_SOME_SWITCH": "1"}' [--rounds 4] [--window 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import aiohttp
+
+from _harness import ROOT, free_port, private_redis  # noqa: E402
+from recall import ADMIN, ingest, latency, query, throughput  # noqa: E402
+
+
+def start(command: str, redis_url: str, data_dir: Path, env_extra: dict, port: int | None = None) -> subprocess.Popen:
+    env = dict(os.environ, REDIS_URL=redis_url, API_KEY=ADMIN, OPENBLAS_NUM_THREADS="1", ZHIYI_LOG_LEVEL="warning",
+               ZHIYI_NO_REACTIONS="1", **env_extra)
+    argv = [sys.executable, "-m", "gateway.cli", command, "--data-dir", str(data_dir)]
+    if port:
+        argv += ["--port", str(port)]
+    return subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def wait_healthy(port: int) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1) as resp:
+                if json.load(resp)["redis"]:
+                    return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"gateway on {port} did not start")
+
+
+async def main(args) -> None:
+    rng = random.Random(7)
+    with private_redis() as url, tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp) / "data"
+        procs = [start("project", url, data, {})]
+        ports = {"A": free_port(), "B": free_port()}
+        procs += [start("serve", url, data, json.loads(env), ports[k]) for k, env in (("A", args.a), ("B", args.b))]
+        try:
+            for port in ports.values():
+                wait_healthy(port)
+            base = {k: f"http://127.0.0.1:{p}" for k, p in ports.items()}
+            async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=64)) as s:
+                async with s.post(f"{base['A']}/api/v1/agents/register", json={"agent_id": "bench"},
+                                  headers={"X-API-Key": ADMIN}) as r:
+                    key = (await r.json())["api_key"]
+                h = {"X-API-Key": key}
+                await ingest(s, base["A"], key, args.n, rng)
+                await asyncio.sleep(args.settle)
+                for k in ("A", "B"):  # loads each one's serving index and model
+                    await latency(s, base[k], h, [query(rng, -i) for i in range(40)], False, f"warm-up {k}")
+                many = [query(rng, 10 ** 5 + i) for i in range(20_000)]
+                for r_ in range(args.rounds):
+                    for k in ("A", "B") if r_ % 2 == 0 else ("B", "A"):
+                        await throughput(s, base[k], h, many[r_ * 2000:], False, f"{k} window {r_}", 16, args.window)
+                for k in ("A", "B"):
+                    await latency(s, base[k], h, [query(rng, 3 * 10 ** 5 + i) for i in range(150)], False, f"{k}")
+        finally:
+            for p in procs:
+                p.send_signal(signal.SIGTERM)
+            for p in procs:
+                p.wait(timeout=30)
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser()
+    p.add_argument("--n", type=int, default=30_000)
+    p.add_argument("--a", default="{}", help="environment of gateway A (JSON object)")
+    p.add_argument("--b", default="{}", help="environment of gateway B (JSON object)")
+    p.add_argument("--rounds", type=int, default=4)
+    p.add_argument("--window", type=float, default=8.0, help="seconds per throughput window")
+    p.add_argument("--settle", type=float, default=25.0)
+    asyncio.run(main(p.parse_args()))
