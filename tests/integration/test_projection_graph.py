@@ -310,13 +310,19 @@ async def test_applying_a_batch_twice_changes_nothing(store, tmp_path: Path) -> 
     await again.close()
 
 
-async def test_catch_up_from_scratch_gives_the_same_digest_whatever_the_batching(store, tmp_path: Path) -> None:
-    await _mixed_log(store)
+async def _digests_by_batching(store, tmp_path: Path, batches: tuple[int, ...]) -> list[str]:
+    """The digest of the whole log caught up from scratch in `tmp_path/run-<i>`, per batch size."""
     digests = []
-    for i, batch in enumerate((1, 3, 1000)):
+    for i, batch in enumerate(batches):
         p = await project(store, tmp_path / f"run-{i}", batch_size=batch)
         digests.append(await p.digest())
         await p.close()
+    return digests
+
+
+async def test_catch_up_from_scratch_gives_the_same_digest_whatever_the_batching(store, tmp_path: Path) -> None:
+    await _mixed_log(store)
+    digests = await _digests_by_batching(store, tmp_path, (1, 3, 1000))
     assert len(set(digests)) == 1
     assert digests[0] != await GraphProjector(tmp_path / "empty").digest()
 
@@ -337,11 +343,7 @@ async def test_runs_of_recalls_fold_together_exactly_as_one_by_one(store, tmp_pa
         if step == 70:
             log += [commit("m3", "back again"), forget("m5")]
     await append(store, *log)
-    digests = []
-    for i, batch in enumerate((1, 7, 1000)):
-        p = await project(store, tmp_path / f"run-{i}", batch_size=batch)
-        digests.append(await p.digest())
-        await p.close()
+    digests = await _digests_by_batching(store, tmp_path, (1, 7, 1000))
     assert len(set(digests)) == 1
     got = co(tmp_path / "run-2")
     assert got and all(0.0 < w <= 1.0 and n >= 1 for n, w in got.values())
