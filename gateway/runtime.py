@@ -71,7 +71,8 @@ async def _stop_tasks(tasks: list[asyncio.Task], *, grace_s: float) -> None:
             log.error("shutdown.task_failed", task=task.get_name(), error=str(task.exception()))
 
 
-async def _warm_up(embedder) -> None:
+async def warm_up(embedder) -> None:
+    """Load the embedding model off the loop; a failure is logged (the first use loads it again)."""
     try:
         await asyncio.to_thread(embedder.warm_up)
     except Exception:  # noqa: BLE001 - the first request will load (and report) it again
@@ -112,7 +113,7 @@ async def resources(app: web.Application) -> AsyncIterator[None]:
     app[RUNNER_TASKS] = []
     closers: list = []  # async close() of clients the reactions use
     if owns_embedder:
-        warm = asyncio.create_task(_warm_up(embedder), name="embedder:warm_up")
+        warm = asyncio.create_task(warm_up(embedder), name="embedder:warm_up")
         app[BACKGROUND].add(warm)
         warm.add_done_callback(app[BACKGROUND].discard)
     await app[RECALL].index.refresh()  # starts loading the serving index; LanceDB serves meanwhile

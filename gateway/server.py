@@ -13,6 +13,7 @@ from aiohttp import web
 from events.redis_client import connect
 from events.store import EventStore
 from gateway.app import create_app
+from gateway.runtime import warm_up
 from gateway.settings import Settings
 from projections.embedding import make_embedder
 from projections.registry import make_projectors
@@ -43,10 +44,7 @@ def serve_forever(settings: Settings) -> None:
 async def _report_ready(embedder, ready_file: Path | None) -> None:
     """Load the embedding model, then touch `ready_file` when given (`zhiyi project --ready-file`):
     `zhiyi up` waits for it before it serves, so first commits do not wait on a loading model."""
-    try:
-        await asyncio.to_thread(embedder.warm_up)
-    except Exception:  # noqa: BLE001 - the first batch will load (and report) it again
-        log.exception("embedding.warm_up_failed")
+    await warm_up(embedder)
     if ready_file is not None:
         ready_file.touch()
 
