@@ -28,7 +28,7 @@ from gateway.appkeys import (
 from gateway.audit import AuditWriter
 from gateway.settings import Settings
 from projections.embedding import make_embedder
-from projections.queries.activity import ActivityReader
+from projections.queries.activity import ActivityReader, RecallCounts
 from projections.queries.graph import GraphReader
 from projections.queries.recall import RecallService
 from projections.queries.synonyms import SynonymsReader
@@ -100,7 +100,8 @@ async def resources(app: web.Application) -> AsyncIterator[None]:
     app[ACTIVITY] = ActivityReader(projection_dir(settings.data_dir, "activity"))
     app[GRAPH] = GraphReader(projection_dir(settings.data_dir, "graph"))
     app[TOMBSTONES] = TombstonesReader(projection_dir(settings.data_dir, "tombstones"))
-    app[RECALL], reranker = build_recall(settings, reader, embedder, app[SYNONYMS], activity=app[ACTIVITY],
+    recall_counts = RecallCounts(app[ACTIVITY])
+    app[RECALL], reranker = build_recall(settings, reader, embedder, app[SYNONYMS], activity=recall_counts,
                                          clock=app[CLOCK], graph=app[GRAPH])
     app[RERANKER] = reranker
     app[RECALL_CACHE] = RecallCache(redis, settings.recall_cache_ttl_s)
@@ -154,6 +155,7 @@ async def resources(app: web.Application) -> AsyncIterator[None]:
             with contextlib.suppress(Exception):
                 await p.close()
         await app[RECALL].index.close()
+        await recall_counts.close()
         reader.close()
         for close in closers:
             with contextlib.suppress(Exception):

@@ -57,6 +57,7 @@ class _State:
 class ServingIndex:
     def __init__(self, directory: Path, *, bm25: BM25Params = BM25Params(), ivf: IvfParams = IvfParams()) -> None:
         self.directory = Path(directory)
+        self._checkpoint_path = str(self.directory / checkpoint_file.FILENAME)  # stat'ed by every recall
         self.bm25 = bm25
         self.ivf = ivf
         self._state: _State | None = None
@@ -80,7 +81,7 @@ class ServingIndex:
 
     def _file_sig(self) -> tuple[int, int, int] | None:
         try:
-            st = os.stat(self.directory / checkpoint_file.FILENAME)
+            st = os.stat(self._checkpoint_path)
         except FileNotFoundError:
             return None
         return (st.st_mtime_ns, st.st_size, st.st_ino)

@@ -38,11 +38,18 @@ class SqliteProjection:
             conn.execute("PRAGMA cache_size=-65536")
             self._conn = conn
         if create and not self._ready:
+            found = self._conn.execute("PRAGMA user_version").fetchone()[0]
+            if 0 < found < self.schema_version:
+                self._migrate(self._conn, found)
             self._conn.executescript(self.schema + "\nCREATE TABLE IF NOT EXISTS checkpoint "
                                      "(projector TEXT PRIMARY KEY, position TEXT NOT NULL);")
             self._conn.execute(f"PRAGMA user_version={int(self.schema_version)}")
             self._ready = True
         return self._conn
+
+    def _migrate(self, conn: sqlite3.Connection, from_version: int) -> None:
+        """Bring a database written by schema `from_version` up to this one before the schema
+        script runs (it only creates what is missing): columns it adds, say."""
 
     def _checkpoint(self, conn: sqlite3.Connection) -> str | None:
         try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -113,20 +114,39 @@ class GraphReader(SqliteReader):
 
     def prefetch(self, memory_ids: list[str], namespaces: list[str], min_weight: float = PREFETCH_MIN_WEIGHT,
                  limit: int = 10) -> list[Neighbour]:
-        """CO_OCCURS partners (weight > `min_weight`) of `memory_ids` the caller may read."""
+        """CO_OCCURS partners (weight > `min_weight`) of `memory_ids` over edges the caller may read.
+
+        Every recall asks this, on the event loop, so it reads the edge index alone: the heaviest
+        edges of each id and direction, without the node join `_strongest` makes (0.07 ms against
+        0.33 ms at 30k memories). An edge lives in its private endpoint's namespace (seed 2.5.6),
+        so its far end is in that namespace or in `shared`; a caller whose scope leaves `shared`
+        out checks the far end's namespace itself (`RecallService.prefetch` does, on the rows)."""
         if not memory_ids or not namespaces:
             return []
+        ids, ns, hits = list(dict.fromkeys(memory_ids)), list(namespaces), set(memory_ids)
+        per_node = limit + len(hits)
 
         def run(conn: sqlite3.Connection) -> list[Neighbour]:
-            ids, ns, hits = list(memory_ids), list(namespaces), set(memory_ids)
+            args = [a for _ in range(2) for mid in ids for a in (mid, mid, min_weight, *ns, per_node)]
             out: dict[str, Neighbour] = {}
-            for src, dst, w, mid in _strongest(conn, ids, ("CO_OCCURS",), ns, limit + len(hits), min_weight):
+            for src, dst, w, mid in conn.execute(_partners_sql(len(ids), len(ns)), args):
                 other = dst if src == mid else src
                 if other not in hits and (other not in out or out[other].weight < w):
                     out[other] = Neighbour(other, mid, "CO_OCCURS", float(w))
             return sorted(out.values(), key=lambda n: (-n.weight, n.memory_id))[:limit]
 
         return self._read(run, [])
+
+@lru_cache(maxsize=64)
+def _partners_sql(n_ids: int, n_namespaces: int) -> str:
+    """`GraphReader.prefetch`'s statement for n ids: per direction and id, the heaviest readable
+    CO_OCCURS edges above a weight (parameters: id, id, weight, namespaces..., limit)."""
+    marks = _marks(n_namespaces)
+    return " UNION ALL ".join(
+        f"SELECT * FROM (SELECT source_id, target_id, weight, ? FROM graph_edges WHERE {here} = ? "
+        f"AND relation_type = 'CO_OCCURS' AND weight > ? AND +namespace IN ({marks}) ORDER BY weight DESC LIMIT ?)"
+        for here in ("source_id", "target_id") for _ in range(n_ids))
+
 
 def _strongest(conn: sqlite3.Connection, node: str | list[str], relations: tuple[str, ...], namespaces: list[str],
                limit: int, above: float, *, relation: bool = False, memories_only: bool = False) -> list[tuple]:

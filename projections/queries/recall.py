@@ -263,9 +263,10 @@ class RecallService:
             return []
         source = await self._source()
         rows = await source.arows([n.memory_id for n in near])
-        return [{"memory_id": n.memory_id, "content": rows[n.memory_id]["content"],
-                 "namespace": rows[n.memory_id]["namespace"], "weight": round(n.weight, 6), "with": n.via}
-                for n in near if n.memory_id in rows]
+        readable = set(namespaces)
+        return [{"memory_id": n.memory_id, "content": row["content"], "namespace": row["namespace"],
+                 "weight": round(n.weight, 6), "with": n.via}
+                for n in near if (row := rows.get(n.memory_id)) is not None and row["namespace"] in readable]
 
     def _needed(self, req: RecallRequest) -> int:
         """How many fused candidates to materialise: MMR wants a choice, rerank its head."""

@@ -113,6 +113,7 @@ class SynonymsReader:
 
     def __init__(self, directory: Path) -> None:
         self.path = Path(directory) / DB_FILE
+        self._path = str(self.path)    # stat'ed by every recall
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._inode: tuple[int, int] | None = None
@@ -123,7 +124,7 @@ class SynonymsReader:
         """The current table, re-read only when the database changed since the last call."""
         with self._lock:
             try:
-                st = os.stat(self.path)
+                st = os.stat(self._path)
             except FileNotFoundError:
                 self._drop()
                 self._table = SynonymTable()

@@ -94,3 +94,73 @@ def zhiyi_process(command: str, redis_url: str, data_dir: Path, admin_key: str, 
             proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+def _process_label(pid: str) -> str | None:
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return None
+    text = " ".join(a.decode(errors="replace") for a in argv)
+    if int(pid) == os.getpid():
+        return "bench client"
+    if "gateway.cli" in text:
+        for command in ("project", "serve", "up"):
+            if f"gateway.cli {command}" in text:
+                return "projectors" if command == "project" else f"gateway ({command})"
+    if "redis-server" in text or "valkey" in text:
+        return "redis"
+    return None
+
+
+def _cpu_ticks() -> dict[tuple[str, str], int]:
+    """(process label, thread name) -> user+system clock ticks, for the processes a benchmark runs."""
+    out: dict[tuple[str, str], int] = {}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        label = _process_label(pid)
+        if label is None:
+            continue
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
+            except OSError:
+                continue
+            fields = stat[stat.rindex(")") + 2:].split()
+            thread = "all" if label in ("redis", "bench client") else \
+                "main thread" if tid == pid else "other threads"
+            key = (label, thread)
+            out[key] = out.get(key, 0) + int(fields[11]) + int(fields[12])
+    return out
+
+
+class CpuMeter:
+    """CPU time each benchmark process (and the gateway's event-loop thread) spent over a window,
+    per request: where the two cores go (Linux /proc; prints nothing elsewhere)."""
+
+    def __init__(self) -> None:
+        self.available = Path("/proc/self/task").exists()
+        self._start = _cpu_ticks() if self.available else {}
+        self._t = time.perf_counter()
+
+    def report(self, requests: int) -> str:
+        if not self.available or not requests:
+            return ""
+        end, hz = _cpu_ticks(), os.sysconf("SC_CLK_TCK")
+        elapsed = time.perf_counter() - self._t
+        parts, total = [], 0.0
+        for key in sorted(end):
+            ms = (end[key] - self._start.get(key, 0)) / hz * 1000
+            if ms <= 0:
+                continue
+            total += ms
+            parts.append(f"{key[0]} {key[1]} {ms / requests:.2f}")
+        cores = os.cpu_count() or 1
+        idle = max(0.0, cores * elapsed * 1000 - total)
+        return (f"CPU ms per request: {', '.join(parts)}; total {total / requests:.2f} "
+                f"(machine idle {idle / requests:.2f}, {cores} cores)")

@@ -5,6 +5,9 @@ A B B A A B ... so slow drifts of the machine hit both alike; compare the per-wi
 
     OPENBLAS_NUM_THREADS=1 .venv/bin/python tests/bench/ab_gateways.py --n 30000 \
         --a '{}' --b '{"ZHIYI_SOME_SWITCH": "1"}' [--rounds 4] [--window 8]
+
+Two versions of the code: `--root-a DIR` runs gateway A from another checkout (say
+`git worktree add /tmp/base HEAD`); the projector process always runs this checkout's code.
 """
 
 from __future__ import annotations
@@ -28,13 +31,14 @@ from _harness import ROOT, free_port, private_redis  # noqa: E402
 from recall import ADMIN, ingest, latency, query, throughput  # noqa: E402
 
 
-def start(command: str, redis_url: str, data_dir: Path, env_extra: dict, port: int | None = None) -> subprocess.Popen:
+def start(command: str, redis_url: str, data_dir: Path, env_extra: dict, port: int | None = None,
+          root: Path = ROOT) -> subprocess.Popen:
     env = dict(os.environ, REDIS_URL=redis_url, API_KEY=ADMIN, OPENBLAS_NUM_THREADS="1", ZHIYI_LOG_LEVEL="warning",
                ZHIYI_NO_REACTIONS="1", **env_extra)
     argv = [sys.executable, "-m", "gateway.cli", command, "--data-dir", str(data_dir)]
     if port:
         argv += ["--port", str(port)]
-    return subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return subprocess.Popen(argv, cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def wait_healthy(port: int) -> None:
@@ -55,7 +59,8 @@ async def main(args) -> None:
         data = Path(tmp) / "data"
         procs = [start("project", url, data, {})]
         ports = {"A": free_port(), "B": free_port()}
-        procs += [start("serve", url, data, json.loads(env), ports[k]) for k, env in (("A", args.a), ("B", args.b))]
+        procs += [start("serve", url, data, json.loads(env), ports[k], Path(root).resolve())
+                  for k, env, root in (("A", args.a, args.root_a), ("B", args.b, args.root_b))]
         try:
             for port in ports.values():
                 wait_healthy(port)
@@ -87,6 +92,8 @@ if __name__ == "__main__":
     p.add_argument("--n", type=int, default=30_000)
     p.add_argument("--a", default="{}", help="environment of gateway A (JSON object)")
     p.add_argument("--b", default="{}", help="environment of gateway B (JSON object)")
+    p.add_argument("--root-a", default=str(ROOT), help="checkout gateway A runs from")
+    p.add_argument("--root-b", default=str(ROOT), help="checkout gateway B runs from")
     p.add_argument("--rounds", type=int, default=4)
     p.add_argument("--window", type=float, default=8.0, help="seconds per throughput window")
     p.add_argument("--settle", type=float, default=25.0)

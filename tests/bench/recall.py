@@ -24,7 +24,7 @@ from pathlib import Path
 import aiohttp
 import numpy as np
 
-from _harness import percentile, private_redis, zhiyi_process  # noqa: E402
+from _harness import CpuMeter, percentile, private_redis, zhiyi_process  # noqa: E402
 
 ADMIN = "bench-admin-key"
 SUBJECTS = ["the staging database", "nginx", "the GPU server", "ComfyUI", "the backup job", "Redis", "the user",
@@ -93,11 +93,13 @@ async def throughput(s, base, h, queries: list[str], cache: bool, label: str, co
             lat.append(ms)
             done += 1
 
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), CpuMeter()
     await asyncio.gather(*(worker() for _ in range(concurrency)))
     elapsed = time.perf_counter() - t
     print(f"{label}: c={concurrency}, {elapsed:.1f} s: {done / elapsed:,.0f} recalls/s "
           f"(p50 {percentile(lat, 50):.1f} ms, p99 {percentile(lat, 99):.1f} ms)")
+    if meter := cpu.report(done):
+        print(f"  {meter}")
 
 
 def ann_recall(data_dir: Path, n_queries: int, rng: random.Random) -> None:

@@ -3,11 +3,12 @@ or redelivery, per-origin high-water, and the same digest however the events arr
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 from events.catalogue import RecallServed, new_event
 from projections.activity import ActivityProjector
-from projections.queries.activity import ActivityReader
+from projections.queries.activity import ActivityReader, RecallCounts
 from projections.runner import ProjectionRunner
 
 
@@ -49,5 +50,70 @@ async def test_another_origin_counts_separately_and_its_redeliveries_do_not(stor
     assert reader.recalls(["a"])["a"][0] == 5
     await p.apply([later])  # redelivered: at the checkpoint, nothing counts
     assert reader.recalls(["a"])["a"][0] == 5
+    reader.close()
+    await p.close()
+
+
+async def test_recall_counts_in_memory_follow_the_projection_by_change_numbers(tmp_path: Path) -> None:
+    p = ActivityProjector(tmp_path)
+    reader = ActivityReader(tmp_path)
+    counts = RecallCounts(reader, max_age_s=3600)
+    assert counts.recalls(["a"]) == {} and not counts.loaded  # no database yet: reads through
+    await p.apply([served("a", "b").placed(position="1-0", hlc="1:0:n", origin="local")])
+    await counts.refresh()
+    assert counts.loaded and {k: v[0] for k, v in counts.recalls(["a", "b", "c"]).items()} == {"a": 1, "b": 1}
+    await p.apply([served("a", "c").placed(position="2-0", hlc="2:0:n", origin="local")])
+    assert counts.recalls(["a"])["a"][0] == 1        # not refreshed yet (max_age): the older total
+    changed, latest = reader.changed_since(counts._change)
+    assert set(changed) == {"a", "c"} and latest == 2  # only the memories the new batch touched
+    await counts.refresh()
+    got = counts.recalls(["a", "b", "c"])
+    assert {k: v[0] for k, v in got.items()} == {"a": 2, "b": 1, "c": 1}
+    assert got == reader.recalls(["a", "b", "c"])     # the same totals as an exact read
+    await counts.close()
+    reader.close()
+    await p.close()
+
+
+async def test_recall_counts_start_over_when_the_projection_is_rebuilt(tmp_path: Path) -> None:
+    first = ActivityProjector(tmp_path / "db")
+    for i in range(3):
+        await first.apply([served("a").placed(position=f"{i + 1}-0", hlc=f"{i + 1}:0:n", origin="local")])
+    await first.close()
+    reader = ActivityReader(tmp_path / "db")
+    counts = RecallCounts(reader, max_age_s=3600)
+    await counts.refresh()
+    assert counts.recalls(["a"])["a"][0] == 3
+    reader.close()
+    (tmp_path / "db" / "activity.db").unlink()   # rebuilt from the log: change numbers start again
+    again = ActivityProjector(tmp_path / "db")
+    await again.apply([served("b").placed(position="1-0", hlc="1:0:n", origin="local")])
+    await counts.refresh()      # latest change 1 < 3: dropped, reads through until reloaded
+    assert not counts.loaded and set(counts.recalls(["a", "b"])) == {"b"}
+    await counts.refresh()
+    assert counts.loaded and set(counts.recalls(["a", "b"])) == {"b"}
+    await counts.close()
+    reader.close()
+    await again.close()
+
+
+async def test_a_schema_1_database_is_migrated_and_read_through_until_then(tmp_path: Path) -> None:
+    conn = sqlite3.connect(tmp_path / "activity.db")
+    conn.executescript("CREATE TABLE recalls (memory_id TEXT NOT NULL, origin TEXT NOT NULL, count INTEGER NOT NULL, "
+                       "last_ms INTEGER NOT NULL, PRIMARY KEY (memory_id, origin));"
+                       "CREATE TABLE high_water (origin TEXT PRIMARY KEY, position TEXT NOT NULL);"
+                       "CREATE TABLE checkpoint (projector TEXT PRIMARY KEY, position TEXT NOT NULL);"
+                       "INSERT INTO recalls VALUES ('a', 'local', 4, 1000); PRAGMA user_version=1;")
+    conn.commit()
+    conn.close()
+    reader = ActivityReader(tmp_path)
+    counts = RecallCounts(reader, max_age_s=0)
+    await counts.refresh()
+    assert not counts.loaded and counts.recalls(["a"])["a"][0] == 4   # no change column: exact reads
+    p = ActivityProjector(tmp_path)
+    await p.apply([served("a").placed(position="5-0", hlc="5:0:n", origin="local")])
+    await counts.refresh()
+    assert counts.loaded and counts.recalls(["a"])["a"][0] == 5
+    await counts.close()
     reader.close()
     await p.close()
