@@ -21,8 +21,9 @@ log = structlog.get_logger("zhiyi.cli")
 DEFAULT_PORT = 7821
 
 
-def _env_flag(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"}
+def _env_flag(name: str, default: bool = False) -> bool:
+    value = os.environ.get(name, "").strip().lower()
+    return default if not value else value in {"1", "true", "yes", "on"}
 
 
 def admin_key(data_dir: Path) -> tuple[str, str]:
@@ -57,6 +58,7 @@ def build_settings(args: argparse.Namespace, redis_url: str, *, api_key: str = "
         bge_api_key=os.environ.get("BGE_API_KEY") or None,
         bge_model=os.environ.get("BGE_MODEL") or None,
         embedding_threads=int(os.environ.get("ZHIYI_EMBEDDING_THREADS", "1")),
+        query_embedding_process=_env_flag("ZHIYI_QUERY_EMBEDDING_PROCESS", default=True),
         rerank_endpoint=os.environ.get("RERANK_ENDPOINT") or None,
         rerank_api_key=os.environ.get("RERANK_API_KEY") or None,
         rerank_model=os.environ.get("RERANK_MODEL") or None,

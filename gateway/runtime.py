@@ -28,6 +28,7 @@ from gateway.appkeys import (
 from gateway.audit import AuditWriter
 from gateway.settings import Settings
 from projections.embedding import make_embedder
+from projections.embedding_process import ProcessEmbedder
 from projections.queries.activity import ActivityReader, RecallCounts
 from projections.queries.graph import GraphReader
 from projections.queries.recall import RecallService
@@ -44,14 +45,14 @@ log = structlog.get_logger(__name__)
 
 
 def build_recall(settings: Settings, reader: MemoriesReader, embedder, synonyms, *, activity=None,
-                 clock=None, graph=None) -> tuple[RecallService, object]:
+                 clock=None, graph=None, query_embedder=None) -> tuple[RecallService, object]:
     """The recall service as the gateway serves it (the CLI's `zhiyi eval` builds the same), and its
     reranker (None unless one is configured). The caller closes both (`recaller.index.close()`)."""
     reranker = (make_reranker(settings.rerank_endpoint, settings.rerank_api_key, settings.rerank_model)
                 if settings.rerank_endpoint or settings.local_rerank else None)
     index = ServingIndex(projection_dir(settings.data_dir, "memories"))
     return RecallService(reader, embedder, synonyms=synonyms, reranker=reranker, index=index, activity=activity,
-                         clock=clock, graph=graph), reranker
+                         clock=clock, graph=graph, query_embedder=query_embedder), reranker
 
 
 async def _stop_tasks(tasks: list[asyncio.Task], *, grace_s: float) -> None:
@@ -101,8 +102,10 @@ async def resources(app: web.Application) -> AsyncIterator[None]:
     app[GRAPH] = GraphReader(projection_dir(settings.data_dir, "graph"))
     app[TOMBSTONES] = TombstonesReader(projection_dir(settings.data_dir, "tombstones"))
     recall_counts = RecallCounts(app[ACTIVITY])
+    query_embedder = ProcessEmbedder(settings.embedding_threads) \
+        if settings.query_embedding_process and not settings.bge_endpoint else None
     app[RECALL], reranker = build_recall(settings, reader, embedder, app[SYNONYMS], activity=recall_counts,
-                                         clock=app[CLOCK], graph=app[GRAPH])
+                                         clock=app[CLOCK], graph=app[GRAPH], query_embedder=query_embedder)
     app[RERANKER] = reranker
     app[RECALL_CACHE] = RecallCache(redis, settings.recall_cache_ttl_s)
     app[EVAL] = EvalService(store, app[RECALL], reader)
@@ -113,8 +116,12 @@ async def resources(app: web.Application) -> AsyncIterator[None]:
     app[STOPPING] = asyncio.Event()
     app[RUNNER_TASKS] = []
     closers: list = []  # async close() of clients the reactions use
-    if owns_embedder:
-        warm = asyncio.create_task(warm_up(embedder), name="embedder:warm_up")
+    # the gateway's own model embeds queries unless a child does, and commits when projectors run here
+    models = [query_embedder] if query_embedder is not None else []
+    if owns_embedder and (query_embedder is None or settings.run_projectors):
+        models.append(embedder)
+    for model in models:
+        warm = asyncio.create_task(warm_up(model), name="embedder:warm_up")
         app[BACKGROUND].add(warm)
         warm.add_done_callback(app[BACKGROUND].discard)
     await app[RECALL].index.refresh()  # starts loading the serving index; LanceDB serves meanwhile
@@ -170,4 +177,6 @@ async def resources(app: web.Application) -> AsyncIterator[None]:
         if owns_embedder:
             with contextlib.suppress(Exception):
                 embedder.close()
+        if query_embedder is not None:
+            await asyncio.to_thread(query_embedder.close)
         await redis.aclose()

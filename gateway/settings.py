@@ -21,6 +21,8 @@ class Settings:
     bge_api_key: str | None = None
     bge_model: str | None = None
     embedding_threads: int = 1
+    query_embedding_process: bool = False  # the local model embeds queries in a child (the CLI's default;
+                                           # ZHIYI_QUERY_EMBEDDING_PROCESS=0 keeps them in the gateway)
     rerank_endpoint: str | None = None   # RERANK_ENDPOINT: a bge-reranker /v1/rerank provider
     rerank_api_key: str | None = None
     rerank_model: str | None = None

@@ -196,10 +196,11 @@ class QueryVectors:
 class RecallService:
     def __init__(self, reader: MemoriesReader, embedder: Any, *, synonyms: Any = None, reranker: Any = None,
                  fusion: FusionParams = DEFAULT, rerank_top: int = 20, index: Any = None, activity: Any = None,
-                 clock: Any = None, graph: Any = None) -> None:
+                 clock: Any = None, graph: Any = None, query_embedder: Any = None) -> None:
         self.reader = reader
         self.index = index            # projections.serving_index.ServingIndex, or None: LanceDB only
-        self.queries = QueryVectors(embedder)
+        # queries may have their own embedder (the same model in a child process: gateway.runtime)
+        self.queries = QueryVectors(query_embedder if query_embedder is not None else embedder)
         self.synonyms = synonyms      # .expansions(query, namespaces) -> list[str]
         self.reranker = reranker      # projections.rerank.Reranker or None
         self.fusion = fusion

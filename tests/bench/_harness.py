@@ -108,6 +108,8 @@ def _process_label(pid: str) -> str | None:
         for command in ("project", "serve", "up"):
             if f"gateway.cli {command}" in text:
                 return "projectors" if command == "project" else f"gateway ({command})"
+    if "multiprocessing" in text:
+        return "spawned children"   # the gateway's query embedder
     if "redis-server" in text or "valkey" in text:
         return "redis"
     return None

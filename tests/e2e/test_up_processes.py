@@ -1,5 +1,7 @@
 """`zhiyi up` runs its projectors in a supervised child process (gateway/projector_process.py):
-writes are projected there, a crashed child is started again, and stopping the gateway stops it."""
+writes are projected there, a crashed child is started again, and stopping the gateway stops it.
+Recall queries are embedded in another child (projections/embedding_process.py), likewise
+replaced when it dies and gone with the gateway."""
 
 from __future__ import annotations
 
@@ -43,6 +45,12 @@ def _projector_child(pid: int, timeout_s: float = 20.0, not_pid: int | None = No
     raise AssertionError(f"no projector child of {pid}: {_children(pid)}")
 
 
+def _embedder_child(pid: int) -> int | None:
+    """The gateway's query-embedding child (projections.embedding_process), if it runs."""
+    found = [p for p, cmd in _children(pid).items() if "multiprocessing" in cmd]
+    return found[0] if found else None
+
+
 def _call(port: int, key: str, path: str, body: dict) -> dict:
     req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=json.dumps(body).encode(), method="POST",
                                  headers={"X-API-Key": key, "Content-Type": "application/json"})
@@ -71,7 +79,7 @@ def _gone(pid: int) -> bool:
 def test_projectors_run_in_a_supervised_child_process(tmp_path: Path) -> None:
     port = _free_port()
     proc = _start(tmp_path / "data", port, tmp_path)
-    child = None
+    child = embedder = None
     try:
         key = _agent_key(port, (tmp_path / "data" / "api_key").read_text().strip())
         child = _projector_child(proc.pid)
@@ -87,6 +95,16 @@ def test_projectors_run_in_a_supervised_child_process(tmp_path: Path) -> None:
             time.sleep(0.1)
         assert ready.exists()
         _commit_and_recall(port, key, "nightly backups run at 03:00 with restic")
+
+        embedder = _embedder_child(proc.pid)   # recall queries are embedded in a child of the gateway
+        assert embedder is not None
+        os.kill(embedder, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while not _gone(embedder) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        _commit_and_recall(port, key, "the billing service depends on PostgreSQL 15")  # a fresh one embeds it
+        embedder = _embedder_child(proc.pid)
+        assert embedder is not None
     finally:
         proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=60)
@@ -96,16 +114,19 @@ def test_projectors_run_in_a_supervised_child_process(tmp_path: Path) -> None:
     while child is not None and not _gone(child) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert child is None or _gone(child), "the projector process outlived the gateway"
+    assert embedder is None or _gone(embedder), "the query embedder outlived the gateway"
 
 
-def test_up_can_keep_the_projectors_in_process(tmp_path: Path, monkeypatch) -> None:
+def test_up_can_keep_the_projectors_and_the_query_model_in_process(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("ZHIYI_INPROCESS_PROJECTORS", "1")
+    monkeypatch.setenv("ZHIYI_QUERY_EMBEDDING_PROCESS", "0")
     port = _free_port()
     proc = _start(tmp_path / "data", port, tmp_path)
     try:
         key = _agent_key(port, (tmp_path / "data" / "api_key").read_text().strip())
         assert not [c for c in _children(proc.pid).values() if "gateway.cli project" in c]
         _commit_and_recall(port, key, "the GPU server has an RTX 3050")
+        assert _embedder_child(proc.pid) is None
     finally:
         proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=60)
