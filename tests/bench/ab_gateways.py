@@ -6,6 +6,9 @@ A B B A A B ... so slow drifts of the machine hit both alike; compare the per-wi
     OPENBLAS_NUM_THREADS=1 .venv/bin/python tests/bench/ab_gateways.py --n 30000 \
         --a '{}' --b '{"ZHIYI_SOME_SWITCH": "1"}' [--rounds 4] [--window 8]
 
+`--keep DIR` ingests once into DIR (Redis AOF and data dir) and reuses it on later runs, so a
+100k comparison does not pay the ingest each time.
+
 Two versions of the code: `--root-a DIR` runs gateway A from another checkout (say
 `git worktree add /tmp/base HEAD`); the projector process always runs this checkout's code.
 """
@@ -55,8 +58,10 @@ def wait_healthy(port: int) -> None:
 
 async def main(args) -> None:
     rng = random.Random(7)
-    with private_redis() as url, tempfile.TemporaryDirectory() as tmp:
-        data = Path(tmp) / "data"
+    keep = Path(args.keep).resolve() if args.keep else None
+    with private_redis(workdir=keep / "redis" if keep else None) as url, tempfile.TemporaryDirectory() as tmp:
+        data = keep / "data" if keep else Path(tmp) / "data"
+        reuse = keep is not None and (keep / "ingested").exists()
         procs = [start("project", url, data, {})]
         ports = {"A": free_port(), "B": free_port()}
         procs += [start("serve", url, data, json.loads(env), ports[k], Path(root).resolve())
@@ -66,12 +71,17 @@ async def main(args) -> None:
                 wait_healthy(port)
             base = {k: f"http://127.0.0.1:{p}" for k, p in ports.items()}
             async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=64)) as s:
-                async with s.post(f"{base['A']}/api/v1/agents/register", json={"agent_id": "bench"},
-                                  headers={"X-API-Key": ADMIN}) as r:
-                    key = (await r.json())["api_key"]
+                if reuse:
+                    key = (keep / "ingested").read_text().strip()
+                else:
+                    async with s.post(f"{base['A']}/api/v1/agents/register", json={"agent_id": "bench"},
+                                      headers={"X-API-Key": ADMIN}) as r:
+                        key = (await r.json())["api_key"]
+                    await ingest(s, base["A"], key, args.n, rng)
+                    await asyncio.sleep(args.settle)
+                    if keep:
+                        (keep / "ingested").write_text(key)
                 h = {"X-API-Key": key}
-                await ingest(s, base["A"], key, args.n, rng)
-                await asyncio.sleep(args.settle)
                 for k in ("A", "B"):  # loads each one's serving index and model
                     await latency(s, base[k], h, [query(rng, -i) for i in range(40)], False, f"warm-up {k}")
                 many = [query(rng, 10 ** 5 + i) for i in range(20_000)]
@@ -97,4 +107,6 @@ if __name__ == "__main__":
     p.add_argument("--rounds", type=int, default=4)
     p.add_argument("--window", type=float, default=8.0, help="seconds per throughput window")
     p.add_argument("--settle", type=float, default=25.0)
+    p.add_argument("--keep", help="directory for the Redis and the data dir, kept: the first run ingests "
+                                  "--n memories there, later runs reuse them (and the recall counts they left)")
     asyncio.run(main(p.parse_args()))
