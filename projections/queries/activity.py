@@ -84,7 +84,7 @@ class RecallCounts:
     """Recall totals in memory (see the module doc); `recalls(ids)` never blocks on SQLite once
     loaded, and reads through to the database until then."""
 
-    def __init__(self, reader: ActivityReader, max_age_s: float = 0.25) -> None:
+    def __init__(self, reader: ActivityReader, max_age_s: float = 1.0) -> None:
         self.reader = reader
         self.max_age_s = max_age_s
         self._totals: dict[str, tuple[int, str]] = {}

@@ -71,3 +71,63 @@ def test_top_hits_over_a_whole_score_array_keeps_positive_scores_only() -> None:
         want = sorted(((i, float(s)) for i, s in enumerate(scores) if s > 0), key=lambda h: (-h[1], h[0]))[:50]
         got = top_hits(None, scores, 50)
         assert [s for _, s in got] == [s for _, s in want] and all(scores[i] == s for i, s in got)
+
+
+def _low_rank(n: int, dim: int, rank: int, seed: int) -> np.ndarray:
+    """Unit vectors near a `rank`-dimensional subspace, in clusters: like sentence embeddings,
+    whose variance sits in a fraction of their dimensions."""
+    rng = np.random.default_rng(seed)
+    axes = np.linalg.qr(np.random.default_rng(99).normal(size=(dim, rank)))[0].T     # shared by every call
+    centres = rng.normal(size=(80, rank))
+    inner = centres[rng.integers(0, 80, n)] + 0.25 * rng.normal(size=(n, rank))
+    return _unit(inner @ axes + 0.05 * rng.normal(size=(n, dim)))
+
+
+def test_reduced_scan_keeps_recall_and_finds_tail_rows() -> None:
+    dim, n = 512, 12_000
+    vectors = _low_rank(n + 800, dim, 48, 1)
+    live = np.ones(n + 800, dtype=bool)
+    live[::89] = False
+    params = IvfParams()
+    ivf = train_ivf(vectors[:n], live[:n], params)
+    assert ivf.basis is not None and ivf.basis.shape == (dim, 64) and ivf.reduced.shape == (len(ivf.order), 64)
+    full = train_ivf(vectors[:n], live[:n], IvfParams(reduce_variance=0))
+    assert full.basis is None and np.array_equal(full.order, ivf.order)   # the same lists either way
+    queries = _low_rank(200, dim, 48, 2)
+    found = {"reduced": 0, "full": 0}
+    for size in (n + 300, n + 800):       # the tail's reduced rows grow with the partition
+        for q in queries:
+            want = {s for s, _ in exact_top(vectors[:size], q, 10, live[:size])}
+            got = ivf.search(vectors, size, q, 10, live, params)
+            assert all(live[s] and s < size for s, _ in got)
+            assert [c for _, c in got] == sorted((c for _, c in got), reverse=True)
+            assert all(abs(c - float(vectors[s] @ q)) < 1e-5 for s, c in got)   # exact cosines
+            found["reduced"] += len(want & {s for s, _ in got})
+            found["full"] += len(want & {s for s, _ in full.search(vectors, size, q, 10, live, params)})
+        assert ivf.tail_rows == size - n
+    assert found["reduced"] >= 0.99 * found["full"]     # the reduction loses (next to) nothing ...
+    assert found["reduced"] / (2 * 10 * len(queries)) >= 0.9   # ... of what the lists probed hold
+    tail_hit = ivf.search(vectors, n + 800, vectors[n + 10], 1, live, params)
+    assert tail_hit[0][0] == n + 10
+
+
+def test_reduced_scan_reranking_every_candidate_equals_the_full_scan() -> None:
+    dim, n = 512, 11_000
+    vectors = _low_rank(n + 100, dim, 48, 3)
+    live = np.ones(n + 100, dtype=bool)
+    live[5::31] = False
+    everything = IvfParams(rerank=10 ** 9)
+    ivf = train_ivf(vectors[:n], live[:n], everything)
+    full = train_ivf(vectors[:n], live[:n], IvfParams(reduce_variance=0))
+    for q in _low_rank(30, dim, 48, 4):
+        got = ivf.search(vectors, n + 100, q, 20, live, everything)
+        want = full.search(vectors, n + 100, q, 20, live, everything)
+        assert [s for s, _ in got] == [s for s, _ in want]
+        assert np.allclose([c for _, c in got], [c for _, c in want], atol=1e-6)
+
+
+def test_data_without_dominant_directions_keeps_the_full_scan() -> None:
+    rng = np.random.default_rng(7)
+    noise = _unit(rng.normal(size=(11_000, 512)))      # isotropic: no few axes hold 85% of it
+    assert train_ivf(noise, np.ones(len(noise), dtype=bool), IvfParams()).basis is None
+    assert train_ivf(_clustered(11_000, 64, 1), np.ones(11_000, dtype=bool), IvfParams()).basis is None  # 64 dims
