@@ -32,10 +32,7 @@ CALL_TIMEOUT_S = 60.0
 
 def _serve(conn: Any, threads: int) -> None:
     """Child: load the model, answer ("embed", texts) with ("ok", array) or ("error", message)."""
-    import os
-
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", str(threads))
-    from projections.embedding import LocalUSEEmbedder
+    from projections.embedding import LocalUSEEmbedder  # (BLAS threads: `threads`, set per call by the model)
 
     model = LocalUSEEmbedder(threads=threads)
     try:
