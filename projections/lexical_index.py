@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections import Counter
+from collections import Counter, OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,6 +26,13 @@ import numpy as np
 from projections.topk import top_hits
 
 __all__ = ["BM25Params", "LexicalIndex"]
+
+#: A term in more than this share of the slots is added to the scores as one dense row (its
+#: impacts laid out by slot, zeros elsewhere): a contiguous multiply-add over N floats beats
+#: scattering df of them from about df > N/10 (at 67k slots: 17 us against 64 us at df 20k).
+DENSE_SHARE = 0.1
+DENSE_MIN_SLOTS = 4096
+DENSE_BUDGET_BYTES = 32 << 20     # per index: the dense rows kept, least recently used dropped first
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +59,8 @@ class LexicalIndex:
         # term -> (postings length, avgdl, N) it was computed at, and each posting's BM25 part
         # tf * (k1 + 1) / (tf + k1 * (1 - b + b * |d| / avgdl)): reused until the index changes
         self._impacts: dict[str, tuple[int, float, int, np.ndarray]] = {}
+        self._dense: OrderedDict[str, tuple[tuple[int, float, int, int], np.ndarray]] = OrderedDict()
+        self._dense_bytes = 0
 
     def __len__(self) -> int:
         return len(self._doc_terms)
@@ -111,9 +120,35 @@ class LexicalIndex:
                 norm = k1 * (1.0 - b + b * doc_len[slots] / avgdl)
                 impact = tfs * (k1 + 1.0) / (tfs + norm)
                 self._impacts[term] = (len(raw_slots), avgdl, n, impact)
-            scores[slots] += (qtf * idf) * impact  # slots are unique per term
+            if len(slots) > DENSE_SHARE * len(doc_len) and len(doc_len) >= DENSE_MIN_SLOTS:
+                dense = self._dense_row(term, (len(raw_slots), avgdl, n, len(doc_len)), slots, impact)
+                if touched:
+                    scores += dense * (qtf * idf)
+                else:
+                    np.multiply(dense, qtf * idf, out=scores)
+            else:
+                scores[slots] += (qtf * idf) * impact  # slots are unique per term
             touched = True
         return scores if touched else None
+
+    def _dense_row(self, term: str, key: tuple[int, float, int, int], slots: np.ndarray,
+                   impact: np.ndarray) -> np.ndarray:
+        """`impact` laid out by slot (see DENSE_SHARE), cached while the index is unchanged."""
+        cached = self._dense.get(term)
+        if cached is not None and cached[0] == key:
+            self._dense.move_to_end(term)
+            return cached[1]
+        if cached is not None:
+            self._dense_bytes -= cached[1].nbytes
+            del self._dense[term]
+        row = np.zeros(key[3], dtype=np.float32)
+        row[slots] = impact
+        self._dense[term] = (key, row)
+        self._dense_bytes += row.nbytes
+        while self._dense_bytes > DENSE_BUDGET_BYTES and len(self._dense) > 1:
+            _, (_, dropped) = self._dense.popitem(last=False)
+            self._dense_bytes -= dropped.nbytes
+        return row
 
     def search(self, terms: list[str], k: int, live: np.ndarray) -> list[tuple[int, float]]:
         """The `k` best (slot, score) among slots where `live` is true, best first (ties by slot)."""

@@ -77,3 +77,34 @@ def test_chinese_query_finds_chinese_document() -> None:
         idx.add(slot, terms(index_text(d)))
     assert idx.search(terms(query_text("显存多大")), 3, _live(3))[0][0] == 0
     assert idx.search(terms(query_text("用户喜欢什么茶")), 3, _live(3))[0][0] == 2
+
+
+def test_common_terms_scored_as_dense_rows_give_the_same_scores(monkeypatch) -> None:
+    import random
+
+    import projections.lexical_index as lexical
+
+    rng = random.Random(4)
+    vocab = [f"w{i}" for i in range(300)]
+    docs = [["common"] * rng.randint(1, 2) + (["half"] if i % 2 else []) + rng.sample(vocab, 6) for i in range(6000)]
+    queries = [["common", "w3"], ["half", "common", "w7", "w7"], ["w9", "half"], ["w1", "w2"]]
+
+    def all_scores(share: float, budget: int) -> tuple[list, "LexicalIndex"]:
+        monkeypatch.setattr(lexical, "DENSE_SHARE", share)
+        monkeypatch.setattr(lexical, "DENSE_BUDGET_BYTES", budget)
+        index = LexicalIndex()
+        for slot, doc in enumerate(docs):
+            index.add(slot, doc)
+        index.remove(17)
+        got = [index.scores(q) for q in queries for _ in range(2)]   # the second time from the caches
+        return got, index
+
+    scattered, _ = all_scores(2.0, 32 << 20)          # never dense
+    dense, index = all_scores(0.1, 32 << 20)          # "common" and "half" as dense rows
+    assert set(index._dense) == {"common", "half"}
+    for a, b in zip(scattered, dense):
+        assert np.array_equal(a, b)                   # bit for bit
+    small, index = all_scores(0.1, 6000 * 4)          # room for one row: the other is dropped
+    assert len(index._dense) == 1 and index._dense_bytes <= 6000 * 4
+    for a, b in zip(scattered, small):
+        assert np.array_equal(a, b)
