@@ -30,6 +30,7 @@ from gateway.settings import Settings
 from projections.embedding import make_embedder
 from projections.embedding_process import ProcessEmbedder
 from projections.queries.activity import ActivityReader, RecallCounts
+from projections.queries.prefetch import PrefetchPartners
 from projections.queries.graph import GraphReader
 from projections.queries.recall import RecallService
 from projections.queries.synonyms import SynonymsReader
@@ -45,14 +46,14 @@ log = structlog.get_logger(__name__)
 
 
 def build_recall(settings: Settings, reader: MemoriesReader, embedder, synonyms, *, activity=None,
-                 clock=None, graph=None, query_embedder=None) -> tuple[RecallService, object]:
+                 clock=None, graph=None, query_embedder=None, partners=None) -> tuple[RecallService, object]:
     """The recall service as the gateway serves it (the CLI's `zhiyi eval` builds the same), and its
     reranker (None unless one is configured). The caller closes both (`recaller.index.close()`)."""
     reranker = (make_reranker(settings.rerank_endpoint, settings.rerank_api_key, settings.rerank_model)
                 if settings.rerank_endpoint or settings.local_rerank else None)
     index = ServingIndex(projection_dir(settings.data_dir, "memories"))
     return RecallService(reader, embedder, synonyms=synonyms, reranker=reranker, index=index, activity=activity,
-                         clock=clock, graph=graph, query_embedder=query_embedder), reranker
+                         clock=clock, graph=graph, query_embedder=query_embedder, partners=partners), reranker
 
 
 async def _stop_tasks(tasks: list[asyncio.Task], *, grace_s: float) -> None:
@@ -102,10 +103,12 @@ async def resources(app: web.Application) -> AsyncIterator[None]:
     app[GRAPH] = GraphReader(projection_dir(settings.data_dir, "graph"))
     app[TOMBSTONES] = TombstonesReader(projection_dir(settings.data_dir, "tombstones"))
     recall_counts = RecallCounts(app[ACTIVITY])
+    partners = PrefetchPartners(app[GRAPH])
     query_embedder = ProcessEmbedder(settings.embedding_threads) \
         if settings.query_embedding_process and not settings.bge_endpoint else None
     app[RECALL], reranker = build_recall(settings, reader, embedder, app[SYNONYMS], activity=recall_counts,
-                                         clock=app[CLOCK], graph=app[GRAPH], query_embedder=query_embedder)
+                                         clock=app[CLOCK], graph=app[GRAPH], query_embedder=query_embedder,
+                                         partners=partners)
     app[RERANKER] = reranker
     app[RECALL_CACHE] = RecallCache(redis, settings.recall_cache_ttl_s)
     app[EVAL] = EvalService(store, app[RECALL], reader)
@@ -163,6 +166,7 @@ async def resources(app: web.Application) -> AsyncIterator[None]:
                 await p.close()
         await app[RECALL].index.close()
         await recall_counts.close()
+        await partners.close()
         reader.close()
         for close in closers:
             with contextlib.suppress(Exception):

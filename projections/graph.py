@@ -48,6 +48,27 @@ DEPENDS_WEIGHT = 1.0
 DERIVED_WEIGHT = 1.0
 CO_RECALL_TOP = 5
 SHARED = "shared"
+#: Every write of a CO_OCCURS edge, numbered (weight -1: deleted), written by triggers whatever the
+#: statement: the gateway's in-memory prefetch partners (`projections.queries.prefetch`) follow it
+#: instead of querying the edges on every recall. Not graph state: the digest leaves it out, and
+#: only the last COOCCURS_LOG_KEEP entries are kept (a reader further behind reloads the edges).
+COOCCURS_LOG_KEEP = 200_000
+COOCCURS_LOG_SCHEMA = """
+CREATE TABLE IF NOT EXISTS cooccurs_log (change INTEGER PRIMARY KEY, source_id TEXT NOT NULL,
+    target_id TEXT NOT NULL, weight REAL NOT NULL, namespace TEXT NOT NULL);
+CREATE TRIGGER IF NOT EXISTS cooccurs_log_insert AFTER INSERT ON graph_edges
+    WHEN NEW.relation_type = 'CO_OCCURS' BEGIN
+    INSERT INTO cooccurs_log (source_id, target_id, weight, namespace)
+        VALUES (NEW.source_id, NEW.target_id, NEW.weight, NEW.namespace); END;
+CREATE TRIGGER IF NOT EXISTS cooccurs_log_update AFTER UPDATE OF weight, namespace ON graph_edges
+    WHEN NEW.relation_type = 'CO_OCCURS' AND (NEW.weight IS NOT OLD.weight OR NEW.namespace IS NOT OLD.namespace) BEGIN
+    INSERT INTO cooccurs_log (source_id, target_id, weight, namespace)
+        VALUES (NEW.source_id, NEW.target_id, NEW.weight, NEW.namespace); END;
+CREATE TRIGGER IF NOT EXISTS cooccurs_log_delete AFTER DELETE ON graph_edges
+    WHEN OLD.relation_type = 'CO_OCCURS' BEGIN
+    INSERT INTO cooccurs_log (source_id, target_id, weight, namespace)
+        VALUES (OLD.source_id, OLD.target_id, -1, OLD.namespace); END;
+"""
 # The projector's own tables; graphs built before the relation indexes replaced the single-column
 # ones lose those (redundant: every write paid for them).
 PROJECTION_SCHEMA = GRAPH_SCHEMA + """
@@ -57,7 +78,7 @@ CREATE TABLE IF NOT EXISTS graph_recalls (memory_id TEXT PRIMARY KEY, count INTE
 CREATE TABLE IF NOT EXISTS graph_cooccur (edge_id TEXT PRIMARY KEY, last_at TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS graph_conflicts (conflict_id TEXT PRIMARY KEY, edge_id TEXT NOT NULL,
     resolved_at TEXT);
-"""
+""" + COOCCURS_LOG_SCHEMA
 
 
 def entity_node_id(namespace: str, kind: str, norm: str) -> str:
@@ -127,6 +148,8 @@ class GraphProjector(SqliteProjection):
                 _store_pagerank(conn)
         if recalls:
             _co_recalled(conn, recalls)
+        conn.execute("DELETE FROM cooccurs_log WHERE change <= (SELECT MAX(change) FROM cooccurs_log) - ?",
+                     (COOCCURS_LOG_KEEP,))
 
     # ------------------------------------------------------------------ writes
 

@@ -129,9 +129,13 @@ class GraphReader(SqliteReader):
         def run(conn: sqlite3.Connection) -> list[Neighbour]:
             args = [a for _ in range(2) for mid in ids for a in (mid, mid, min_weight, *ns, per_node)]
             out: dict[str, Neighbour] = {}
+            rank = {mid: i for i, mid in enumerate(ids)}   # equal weights: via the earlier hit
             for src, dst, w, mid in conn.execute(_partners_sql(len(ids), len(ns)), args):
                 other = dst if src == mid else src
-                if other not in hits and (other not in out or out[other].weight < w):
+                if other in hits:
+                    continue
+                had = out.get(other)
+                if had is None or (had.weight, -rank[had.via]) < (w, -rank[mid]):
                     out[other] = Neighbour(other, mid, "CO_OCCURS", float(w))
             return sorted(out.values(), key=lambda n: (-n.weight, n.memory_id))[:limit]
 

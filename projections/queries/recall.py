@@ -196,7 +196,7 @@ class QueryVectors:
 class RecallService:
     def __init__(self, reader: MemoriesReader, embedder: Any, *, synonyms: Any = None, reranker: Any = None,
                  fusion: FusionParams = DEFAULT, rerank_top: int = 20, index: Any = None, activity: Any = None,
-                 clock: Any = None, graph: Any = None, query_embedder: Any = None) -> None:
+                 clock: Any = None, graph: Any = None, query_embedder: Any = None, partners: Any = None) -> None:
         self.reader = reader
         self.index = index            # projections.serving_index.ServingIndex, or None: LanceDB only
         # queries may have their own embedder (the same model in a child process: gateway.runtime)
@@ -208,6 +208,7 @@ class RecallService:
         self.activity = activity      # projections.queries.activity.ActivityReader: recall counts
         self.clock = clock or SystemClock()   # events.clock.Clock: `now` of the derived scores
         self.graph = graph            # projections.queries.graph.GraphReader: expansion, prefetch
+        self.partners = partners      # projections.queries.prefetch.PrefetchPartners: prefetch in memory
 
     @property
     def fingerprint(self) -> str:
@@ -258,8 +259,9 @@ class RecallService:
         """CO_OCCURS partners (weight > 0.6) of the results: what the agent will likely ask next."""
         if self.graph is None or not memory_ids:
             return []
-        # on the loop: two indexed SQLite lookups (~0.3 ms) cost less than a thread hop under load
-        near = self.graph.prefetch(memory_ids, namespaces, limit=limit)
+        near = self.partners.prefetch(memory_ids, namespaces, limit=limit) if self.partners is not None else None
+        if near is None:  # not loaded yet: on the loop, indexed lookups cost less than a thread hop under load
+            near = self.graph.prefetch(memory_ids, namespaces, limit=limit)
         if not near:
             return []
         source = await self._source()
