@@ -73,6 +73,16 @@ async def _stop_tasks(tasks: list[asyncio.Task], *, grace_s: float) -> None:
             log.error("shutdown.task_failed", task=task.get_name(), error=str(task.exception()))
 
 
+async def _bounded(awaitable, what: str, timeout_s: float = 10.0) -> None:
+    """Await one shutdown step for at most `timeout_s`; a failure or a timeout is logged, not raised."""
+    try:
+        await asyncio.wait_for(awaitable, timeout_s)
+    except asyncio.TimeoutError:
+        log.error("shutdown.step_stuck", step=what, timeout_s=timeout_s)
+    except Exception as exc:  # noqa: BLE001 - the remaining steps still run
+        log.warning("shutdown.step_failed", step=what, error=str(exc))
+
+
 async def warm_up(embedder) -> None:
     """Load the embedding model off the loop; a failure is logged (the first use loads it again)."""
     try:
@@ -156,24 +166,22 @@ async def resources(app: web.Application) -> AsyncIterator[None]:
     try:
         yield
     finally:
-        await app[AUDIT].close()  # append the buffered recall.served events before anything stops
+        # every step bounded: one stuck close must not keep the process from exiting (it is logged)
+        await _bounded(app[AUDIT].close(), "audit")  # the buffered recall.served events, before anything stops
         app[STOPPING].set()
         await _stop_tasks(app[RUNNER_TASKS], grace_s=10.0)
         if app[BACKGROUND]:
-            await asyncio.gather(*app[BACKGROUND], return_exceptions=True)
+            await _bounded(asyncio.gather(*app[BACKGROUND], return_exceptions=True), "background")
         for p in projectors:
-            with contextlib.suppress(Exception):
-                await p.close()
-        await app[RECALL].index.close()
-        await recall_counts.close()
-        await partners.close()
+            await _bounded(p.close(), f"projector:{p.name}")
+        await _bounded(app[RECALL].index.close(), "serving_index")
+        await _bounded(recall_counts.close(), "recall_counts")
+        await _bounded(partners.close(), "prefetch_partners")
         reader.close()
         for close in closers:
-            with contextlib.suppress(Exception):
-                await close()
+            await _bounded(close(), "client")
         if reranker is not None:
-            with contextlib.suppress(Exception):
-                await reranker.close()
+            await _bounded(reranker.close(), "reranker")
         app[SYNONYMS].close()
         app[ACTIVITY].close()
         app[GRAPH].close()
@@ -182,5 +190,5 @@ async def resources(app: web.Application) -> AsyncIterator[None]:
             with contextlib.suppress(Exception):
                 embedder.close()
         if query_embedder is not None:
-            await asyncio.to_thread(query_embedder.close)
-        await redis.aclose()
+            await _bounded(asyncio.to_thread(query_embedder.close), "query_embedder")
+        await _bounded(redis.aclose(), "redis")
