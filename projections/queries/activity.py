@@ -11,17 +11,12 @@ memory was recalled.
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
-import time
 from pathlib import Path
 
-import structlog
-
 from events.hlc import iso_from_ms
+from projections.queries.follower import ProjectionFollower
 from projections.queries.sqlite_reader import SqliteReader
-
-log = structlog.get_logger(__name__)
 
 DB_FILE = "activity.db"
 
@@ -80,21 +75,16 @@ class ActivityReader(SqliteReader):
             return totals, int(latest)
 
 
-class RecallCounts:
+class RecallCounts(ProjectionFollower):
     """Recall totals in memory (see the module doc); `recalls(ids)` never blocks on SQLite once
     loaded, and reads through to the database until then."""
 
-    def __init__(self, reader: ActivityReader, max_age_s: float = 1.0) -> None:
-        self.reader = reader
-        self.max_age_s = max_age_s
-        self._totals: dict[str, tuple[int, str]] = {}
-        self._change = -1                       # the latest change number applied; -1: not loaded
-        self._checked = float("-inf")           # monotonic time of the last refresh
-        self._refreshing: asyncio.Task | None = None
+    name = "recall_counts"
 
-    @property
-    def loaded(self) -> bool:
-        return self._change >= 0
+    def __init__(self, reader: ActivityReader, max_age_s: float = 1.0) -> None:
+        super().__init__(max_age_s)
+        self.reader = reader
+        self._totals: dict[str, tuple[int, str]] = {}
 
     def recalls(self, memory_ids: list[str]) -> dict[str, tuple[int, str]]:
         """memory id -> (recall_count, last_recalled_at ISO or ''), for the ids ever recalled."""
@@ -104,42 +94,14 @@ class RecallCounts:
         totals = self._totals
         return {mid: totals[mid] for mid in memory_ids if mid in totals}
 
-    def _schedule_refresh(self) -> None:
-        if self._refreshing is not None or time.monotonic() - self._checked < self.max_age_s:
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # called outside a loop (a CLI): refresh in line
-            self._apply(self.reader.changed_since(self._change))
-            return
-        self._refreshing = loop.create_task(self._refresh(), name="recall_counts:refresh")
+    def _read(self, since: int) -> tuple[dict[str, tuple[int, str]], int] | None:
+        return self.reader.changed_since(since)
 
-    async def refresh(self) -> None:
-        """Catch up with the projection now (tests, start-up)."""
-        if self._refreshing is not None:
-            await asyncio.shield(self._refreshing)
-        self._apply(await asyncio.to_thread(self.reader.changed_since, self._change))
-
-    async def close(self) -> None:
-        """Wait for a refresh in flight (its thread reads the reader's connection)."""
-        if self._refreshing is not None:
-            await asyncio.gather(self._refreshing, return_exceptions=True)
-
-    async def _refresh(self) -> None:
-        try:
-            self._apply(await asyncio.to_thread(self.reader.changed_since, self._change))
-        except Exception as exc:  # noqa: BLE001 - a failed refresh only leaves the counts older
-            log.warning("recall_counts.refresh_failed", error=str(exc))
-        finally:
-            self._refreshing = None
-
-    def _apply(self, changed: tuple[dict[str, tuple[int, str]], int] | None) -> None:
-        self._checked = time.monotonic()
-        if changed is None:
-            return
-        totals, latest = changed
+    def _apply(self, changes: tuple[dict[str, tuple[int, str]], int]) -> None:
+        totals, latest = changes
         if latest < self._change:  # the projection was rebuilt: read through until reloaded
-            self._totals, self._change, self._checked = {}, -1, float("-inf")
+            self._totals = {}
+            self._restart()
             return
         self._totals.update(totals)
         self._change = latest

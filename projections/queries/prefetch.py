@@ -13,15 +13,10 @@ None and the caller asks SQLite (`GraphReader.prefetch`).
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
-import time
 
-import structlog
-
+from projections.queries.follower import ProjectionFollower
 from projections.queries.graph import PREFETCH_MIN_WEIGHT, GraphReader, Neighbour
-
-log = structlog.get_logger(__name__)
 
 Edge = tuple[str, str, float, str]     # source, target, weight (-1: deleted), edge namespace
 
@@ -46,22 +41,17 @@ def read_changes(reader: GraphReader, since: int, min_weight: float) -> tuple[bo
     return reader.with_connection(run, None)
 
 
-class PrefetchPartners:
+class PrefetchPartners(ProjectionFollower):
     """See the module doc. `prefetch` has `GraphReader.prefetch`'s answer (edges the caller may
     read by their namespace, strongest first, the hits themselves left out)."""
 
+    name = "prefetch_partners"
+
     def __init__(self, reader: GraphReader, *, min_weight: float = PREFETCH_MIN_WEIGHT, max_age_s: float = 0.25) -> None:
+        super().__init__(max_age_s)
         self.reader = reader
         self.min_weight = min_weight
-        self.max_age_s = max_age_s
         self._partners: dict[str, dict[str, tuple[float, str]]] = {}
-        self._change = -1                      # the last logged change applied; -1: not loaded
-        self._checked = float("-inf")
-        self._refreshing: asyncio.Task | None = None
-
-    @property
-    def loaded(self) -> bool:
-        return self._change >= 0
 
     def prefetch(self, memory_ids: list[str], namespaces: list[str], limit: int = 10) -> list[Neighbour] | None:
         self._schedule_refresh()
@@ -75,38 +65,10 @@ class PrefetchPartners:
                     out[other] = Neighbour(other, mid, "CO_OCCURS", weight)
         return sorted(out.values(), key=lambda n: (-n.weight, n.memory_id))[:limit]
 
-    async def refresh(self) -> None:
-        """Catch up with the graph now (tests, start-up)."""
-        if self._refreshing is not None:
-            await asyncio.gather(self._refreshing, return_exceptions=True)
-        self._apply(await asyncio.to_thread(read_changes, self.reader, self._change, self.min_weight))
+    def _read(self, since: int) -> tuple[bool, list[Edge], int] | None:
+        return read_changes(self.reader, since, self.min_weight)
 
-    async def close(self) -> None:
-        if self._refreshing is not None:
-            await asyncio.gather(self._refreshing, return_exceptions=True)
-
-    def _schedule_refresh(self) -> None:
-        if self._refreshing is not None or time.monotonic() - self._checked < self.max_age_s:
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # outside a loop: in line
-            self._apply(read_changes(self.reader, self._change, self.min_weight))
-            return
-        self._refreshing = loop.create_task(self._refresh(), name="prefetch_partners:refresh")
-
-    async def _refresh(self) -> None:
-        try:
-            self._apply(await asyncio.to_thread(read_changes, self.reader, self._change, self.min_weight))
-        except Exception as exc:  # noqa: BLE001 - a failed refresh only leaves the partners older
-            log.warning("prefetch_partners.refresh_failed", error=str(exc))
-        finally:
-            self._refreshing = None
-
-    def _apply(self, changes: tuple[bool, list[Edge], int] | None) -> None:
-        self._checked = time.monotonic()
-        if changes is None:
-            return
+    def _apply(self, changes: tuple[bool, list[Edge], int]) -> None:
         full, edges, latest = changes
         if full:
             self._partners = {}

@@ -205,7 +205,7 @@ class RecallService:
         self.reranker = reranker      # projections.rerank.Reranker or None
         self.fusion = fusion
         self.rerank_top = rerank_top
-        self.activity = activity      # projections.queries.activity.ActivityReader: recall counts
+        self.activity = activity      # .recalls(ids): queries.activity.RecallCounts (in memory) or ActivityReader
         self.clock = clock or SystemClock()   # events.clock.Clock: `now` of the derived scores
         self.graph = graph            # projections.queries.graph.GraphReader: expansion, prefetch
         self.partners = partners      # projections.queries.prefetch.PrefetchPartners: prefetch in memory
