@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import structlog
 
-from projections.embedding import EmbeddingError
+from projections.embedding import EmbeddingError, LocalUSEEmbedder
 
 log = structlog.get_logger(__name__)
 
@@ -31,10 +31,9 @@ CALL_TIMEOUT_S = 60.0
 
 
 def _serve(conn: Any, threads: int) -> None:
-    """Child: load the model, answer ("embed", texts) with ("ok", array) or ("error", message)."""
-    from projections.embedding import LocalUSEEmbedder  # (BLAS threads: `threads`, set per call by the model)
-
-    model = LocalUSEEmbedder(threads=threads)
+    """Child: load the model, then answer each list of texts with ("ok", array) or ("error", message);
+    None (or a closed pipe) ends it."""
+    model = LocalUSEEmbedder(threads=threads)  # it limits its BLAS threads per call
     try:
         model.warm_up()
         conn.send(("ready", model.model_id, model.dim))
@@ -57,8 +56,8 @@ def _serve(conn: Any, threads: int) -> None:
 class ProcessEmbedder:
     """The local USE embedder behind a pipe to a child process (see the module doc)."""
 
-    model_id: str = "use-multilingual-v3"
-    dim: int = 512
+    model_id: str = LocalUSEEmbedder.model_id
+    dim: int = LocalUSEEmbedder.dim
 
     def __init__(self, threads: int = 1) -> None:
         self.threads = threads
