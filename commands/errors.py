@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from commands.error_codes import ErrorCode
+
 
 class CommandError(Exception):
     """Root of every error raised by the `commands` package."""
 
-    code = "command_error"
+    code: ErrorCode = ErrorCode.INVALID_REQUEST
 
-    def __init__(self, message: str, details: dict[str, Any] | None = None, *, code: str | None = None) -> None:
+    def __init__(self, message: str, details: dict[str, Any] | None = None, *,
+                 code: ErrorCode | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.details = details or {}
@@ -21,26 +24,26 @@ class CommandError(Exception):
 class InvalidCommand(CommandError):
     """The request is malformed: wrong type, missing field, out of range, too large."""
 
-    code = "invalid_request"
+    code = ErrorCode.INVALID_REQUEST
 
 
 class Forbidden(CommandError):
     """The actor may not do this (e.g. write into another agent's namespace)."""
 
-    code = "forbidden"
+    code = ErrorCode.FORBIDDEN
 
 
 class NotFound(CommandError):
-    code = "not_found"
+    code = ErrorCode.NOT_FOUND
 
 
 class Conflict(CommandError):
     """The state changed or already exists (stale expected_version, agent already registered)."""
 
-    code = "conflict"
+    code = ErrorCode.CONFLICT
 
 
 class IdempotencyKeyReused(CommandError):
     """The same Idempotency-Key was used before with a different request body."""
 
-    code = "idempotency_key_reused"
+    code = ErrorCode.IDEMPOTENCY_KEY_REUSED

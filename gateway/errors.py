@@ -10,6 +10,7 @@ from aiohttp import web
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from commands.error_codes import ErrorCode
 from commands.errors import CommandError, Conflict, Forbidden, IdempotencyKeyReused, InvalidCommand, NotFound
 from events.errors import LogResetError
 from gateway.appkeys import SETTINGS
@@ -21,7 +22,7 @@ log = structlog.get_logger(__name__)
 class ApiError(Exception):
     """An HTTP-level failure raised by the gateway itself (auth, JSON, lag)."""
 
-    def __init__(self, status: int, code: str, message: str, details: dict[str, Any] | None = None) -> None:
+    def __init__(self, status: int, code: ErrorCode, message: str, details: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
@@ -29,11 +30,11 @@ class ApiError(Exception):
         self.details = details or {}
 
 
-def error_body(code: str, message: str, details: dict[str, Any] | None = None) -> dict:
+def error_body(code: ErrorCode, message: str, details: dict[str, Any] | None = None) -> dict:
     return {"error": {"code": code, "message": message, "details": details or {}}}
 
 
-def error_response(status: int, code: str, message: str, details: dict[str, Any] | None = None) -> web.Response:
+def error_response(status: int, code: ErrorCode, message: str, details: dict[str, Any] | None = None) -> web.Response:
     return web.Response(status=status, body=orjson.dumps(error_body(code, message, details)) + b"\n",
                         content_type="application/json")
 
@@ -42,8 +43,9 @@ _STATUS_BY_ERROR: list[tuple[type, int]] = [
     (InvalidCommand, 400), (Forbidden, 403), (NotFound, 404), (Conflict, 409), (IdempotencyKeyReused, 422),
 ]
 
-_HTTP_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
-               405: "method_not_allowed", 413: "payload_too_large", 415: "unsupported_media_type"}
+_HTTP_CODES = {400: ErrorCode.BAD_REQUEST, 401: ErrorCode.UNAUTHORIZED, 403: ErrorCode.FORBIDDEN,
+               404: ErrorCode.NOT_FOUND, 405: ErrorCode.METHOD_NOT_ALLOWED, 413: ErrorCode.PAYLOAD_TOO_LARGE,
+               415: ErrorCode.UNSUPPORTED_MEDIA_TYPE}
 
 
 def _command_status(exc: CommandError) -> int:
@@ -64,7 +66,7 @@ async def error_middleware(request: web.Request, handler) -> web.StreamResponse:
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
-        code = _HTTP_CODES.get(exc.status, "http_error")
+        code = _HTTP_CODES.get(exc.status, ErrorCode.HTTP_ERROR)
         message = exc.reason if exc.status != 413 else "request body is too large"
         details = {"max_bytes": request.app[SETTINGS].max_body_bytes} if exc.status == 413 else {}
         resp = error_response(exc.status, code, message, details)
@@ -72,13 +74,13 @@ async def error_middleware(request: web.Request, handler) -> web.StreamResponse:
             resp.headers["Allow"] = exc.headers["Allow"]
         return resp
     except InvalidQuery as exc:
-        return error_response(400, "invalid_request", str(exc))
+        return error_response(400, ErrorCode.INVALID_REQUEST, str(exc))
     except LogResetError as exc:
         log.error("log.reset", error=str(exc))
-        return error_response(503, "log_reset", str(exc))
+        return error_response(503, ErrorCode.LOG_RESET, str(exc))
     except (RedisConnectionError, RedisTimeoutError, ConnectionRefusedError) as exc:
         log.error("redis.unavailable", error=str(exc))
-        return error_response(503, "unavailable", "the event log (Redis) is unreachable")
+        return error_response(503, ErrorCode.UNAVAILABLE, "the event log (Redis) is unreachable")
     except Exception:  # noqa: BLE001 - the one place that turns surprises into a 500
         log.exception("request.failed", path=request.path, method=request.method)
-        return error_response(500, "internal_error", "internal server error")
+        return error_response(500, ErrorCode.INTERNAL_ERROR, "internal server error")
