@@ -14,7 +14,7 @@ from pathlib import Path
 import structlog
 
 from gateway.logging_setup import configure_logging
-from gateway.settings import Settings
+from gateway.settings import Settings, absolute_path
 
 log = structlog.get_logger("zhiyi.cli")
 
@@ -234,8 +234,21 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+PATH_ARGS = ("data_dir", "into", "ready_file")
+
+
+def _absolute_paths(args: argparse.Namespace) -> None:
+    """Every path option made absolute once, here: `--data-dir ./data` (as `make up` passes it) must
+    mean the same directory to the readers (`file:` URIs), the children and the messages."""
+    for name in PATH_ARGS:
+        value = getattr(args, name, None)
+        if value:
+            setattr(args, name, str(absolute_path(value)))
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    _absolute_paths(args)
     configure_logging(json=_env_flag("ZHIYI_LOG_JSON"), level=os.environ.get("ZHIYI_LOG_LEVEL", "info"))
     if getattr(args, "func", None) is None:
         args.func = cmd_events

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,7 +45,18 @@ class Settings:
     log_json: bool = False
     limits: Limits = field(default_factory=Limits)
 
+    def __post_init__(self) -> None:
+        # every path absolute, once: readers build `file:` URIs and children run elsewhere
+        object.__setattr__(self, "data_dir", absolute_path(self.data_dir))
+        if self.ready_file is not None:
+            object.__setattr__(self, "ready_file", absolute_path(self.ready_file))
+
     @property
     def embedding_cache_path(self) -> Path:
         # outside any projection dir, so rebuilds stay warm
         return self.data_dir / "cache" / "embeddings.sqlite"
+
+
+def absolute_path(path: str | Path) -> Path:
+    """`path` made absolute against the current directory (`~` expanded; symlinks kept)."""
+    return Path(os.path.abspath(Path(path).expanduser()))

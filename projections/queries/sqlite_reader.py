@@ -11,7 +11,7 @@ from pathlib import Path
 
 class SqliteReader:
     def __init__(self, directory: Path, db_file: str) -> None:
-        self.path = Path(directory) / db_file
+        self.path = Path(directory).absolute() / db_file  # `as_uri()` needs an absolute path
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
 

@@ -112,7 +112,7 @@ class SynonymsReader:
     """Read side of the synonyms projection under `directory` (thread-safe, never creates files)."""
 
     def __init__(self, directory: Path) -> None:
-        self.path = Path(directory) / DB_FILE
+        self.path = Path(directory).absolute() / DB_FILE  # `as_uri()` needs an absolute path
         self._path = str(self.path)    # stat'ed by every recall
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None

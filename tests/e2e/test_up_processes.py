@@ -14,7 +14,8 @@ import time
 import urllib.request
 from pathlib import Path
 
-from test_quickstart import _free_port, _start
+from up_process import free_port as _free_port
+from up_process import start_up as _start
 
 ROOT = Path(__file__).resolve().parents[2]
 
