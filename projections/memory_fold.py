@@ -3,9 +3,14 @@
 An event becomes one :class:`~projections.memory_state.Op` (:func:`op_of`); a row is read back
 into a :class:`~projections.memory_state.MemoryState` (:func:`state_of`), the op applied, and the
 state written out as a row again (:func:`row_of`). The row keeps the seed 2.2 columns as they
-were; the CRDT's bookkeeping (the stamp of every register, per-origin counters, per-origin
-high-water positions, flag stamps, the stamp and kind of every history entry) lives in the
-`crdt` JSON column, so a row read back gives exactly the state it was written from.
+were; the CRDT's bookkeeping (the stamp of every register, per-origin counters, each agent's
+feedback vote, per-origin high-water positions, flag stamps, the stamp and kind of every history
+entry) lives in the `crdt` JSON column, so a row read back gives exactly the state it was written
+from.
+
+Feedback: `useful_count` / `not_useful_count` count the agents whose latest vote is useful / not
+useful (one vote per agent); quality_score = useful / (useful + not_useful), 0.5 without votes; a
+quality below 0.3 with at least 5 votes halves the stored importance (seed 2.2, 3.2.1).
 
 Everything comes from the events (stamps from their HLC and origin), never from the clock.
 """
@@ -27,7 +32,7 @@ from events.envelope import Event
 from events.hlc import HLC, iso_from_ms
 from projections.memory_state import (
     Committed, Corrected, Counted, Deleted, FieldsSet, Forgotten, HistoryEntry, MemoryState, Op, Register,
-    Stamp, apply,
+    VERDICTS, Stamp, Voted, apply,
 )
 from projections.text import index_text
 
@@ -47,7 +52,6 @@ QUALITY_DROP_BELOW = 0.3
 QUALITY_DROP_MIN_FEEDBACK = 5
 QUALITY_DROP_FACTOR = 0.5
 CONFIDENCE_CAP = 1.0
-FEEDBACK_VERDICTS = ("useful", "not_useful")
 
 
 @lru_cache(maxsize=4096)
@@ -87,7 +91,8 @@ def op_of(event: Event, state: MemoryState | None) -> Op | None:
                              reason=f"deprecated: {d.reason}" if d.reason else "deprecated", kind="deprecate")
         return FieldsSet(stamp, event.position, fields={"status": "deprecated"}, entry=entry)
     if isinstance(d, MemoryFeedback):
-        return Counted(stamp, event.position, counter=d.verdict) if d.verdict in FEEDBACK_VERDICTS else None
+        # the acting agent's vote register: its latest verdict replaces its earlier ones
+        return Voted(stamp, event.position, voter=event.agent, verdict=d.verdict) if d.verdict in VERDICTS else None
     if isinstance(d, MemoryValidated):  # confirmed again: verified, whatever its freshness was
         return Counted(stamp, event.position, counter="validated", amount=max(0, round(d.delta * 100)),
                        fields={"freshness": "verified"})
@@ -158,6 +163,7 @@ def state_of(row: dict[str, Any]) -> MemoryState:
     return MemoryState(
         memory_id=row["id"], fields=fields,
         counters={c: dict(v) for c, v in meta.get("c", {}).items()},
+        votes={agent: Register(raw[1], _stamp(raw[0])) for agent, raw in meta.get("v", {}).items()},
         last_recalled_ms=int(meta.get("lr", 0)), history=history,
         deleted=_stamp(meta["d"]) if meta.get("d") else None,
         forgotten=_stamp(meta["g"]) if meta.get("g") else None,
@@ -168,7 +174,7 @@ def row_of(state: MemoryState, previous: dict[str, Any] | None, *, model: str, p
     """The row for `state`; the vector is kept when the content did not change, else None (to embed)."""
     content = state.get("content", "")
     keep_vector = previous is not None and previous.get("content") == content
-    useful, not_useful = state.count("useful"), state.count("not_useful")
+    useful, not_useful = state.votes_for("useful"), state.votes_for("not_useful")
     quality = useful / (useful + not_useful) if useful + not_useful else NEUTRAL_QUALITY
     dropped = useful + not_useful >= QUALITY_DROP_MIN_FEEDBACK and quality < QUALITY_DROP_BELOW
     history = state.ordered_history()
@@ -180,6 +186,7 @@ def row_of(state: MemoryState, previous: dict[str, Any] | None, *, model: str, p
         "f": {name: list(reg.stamp) for name, reg in sorted(columns.items())},
         "x": dict(sorted(extra.items())),
         "c": {c: dict(sorted(v.items())) for c, v in sorted(state.counters.items())},
+        "v": {agent: [list(reg.stamp), reg.value] for agent, reg in sorted(state.votes.items())},
         "hw": dict(sorted(state.high_water.items())),
         "lr": state.last_recalled_ms,
         "d": list(state.deleted) if state.deleted else None,

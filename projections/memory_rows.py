@@ -16,8 +16,9 @@ from events.catalogue import (
 from events.envelope import Event
 
 # 2: search_text (lexical index input); 3: crdt (the CRDT record's bookkeeping);
-# 4: confidence, updated_at, quality_notice_at (derived scores, quality deadline)
-SCHEMA_VERSION = 4
+# 4: confidence, updated_at, quality_notice_at (derived scores, quality deadline);
+# 5: feedback as one LWW vote per agent (crdt "v"; useful/not_useful counts and quality derived from it)
+SCHEMA_VERSION = 5
 TABLE = "memories"
 SEARCH_TEXT = "search_text"  # projections.text.index_text(content), under a BM25 full-text index
 FILTER_COLUMNS = ("namespace", "is_deleted")  # every recall prefilters on these: Bitmap-indexed
@@ -40,8 +41,8 @@ def memories_schema(dim: int) -> pa.Schema:
         ("quality_score", pa.float32()),
         ("freshness", pa.string()),
         ("recall_count", pa.int32()),
-        ("useful_count", pa.int32()),
-        ("not_useful_count", pa.int32()),
+        ("useful_count", pa.int32()),       # agents whose latest vote is useful (one vote per agent)
+        ("not_useful_count", pa.int32()),   # agents whose latest vote is not useful
         ("version", pa.int32()),
         ("version_history", pa.string()),
         ("source", pa.string()),
@@ -57,7 +58,7 @@ def memories_schema(dim: int) -> pa.Schema:
         ("confidence", pa.float32()),   # source trust + PassiveValidator gains, <= 1.0
         ("updated_at", pa.string()),    # ISO time of the latest content version (commit/correction)
         ("quality_notice_at", pa.string()),  # ISO time of the open quality.dropped notice, or ""
-        ("crdt", pa.string()),   # JSON: stamps, per-origin counters, high-water (projections.memory_fold)
+        ("crdt", pa.string()),   # JSON: stamps, per-origin counters, votes, high-water (projections.memory_fold)
     ])
 
 

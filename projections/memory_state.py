@@ -5,7 +5,10 @@ and :func:`merge` (two states of the same memory, e.g. from two replicas):
 
 * content and scalar fields: LWW registers ordered by :data:`Stamp` ``(wall_ms, counter, node,
   origin)`` — the event's HLC plus the origin that appended it, a total order;
-* recall / useful / not-useful: G-counters, one count per origin (merge: pointwise max);
+* recall / validated: G-counters, one count per origin (merge: pointwise max);
+* feedback: one LWW register per agent (its latest verdict, ordered by stamp like the other
+  registers), so each agent's vote counts once however often it votes; the useful / not-useful
+  counts are derived from the registers (:meth:`MemoryState.votes_for`);
 * ``last_recalled_ms``: a max register;
 * the version history: a grow-only set of :class:`HistoryEntry` (shown in stamp order);
 * ``deleted`` / ``forgotten``: remove-wins flags (once set by any replica, set everywhere;
@@ -27,14 +30,16 @@ from typing import Any, Final
 from events import positions
 
 __all__ = [
-    "COUNTERS", "Counted", "Corrected", "Committed", "Deleted", "FieldsSet", "Forgotten", "HistoryEntry",
-    "MemoryState", "Op", "Register", "Stamp", "apply", "merge",
+    "COUNTERS", "VERDICTS", "Counted", "Corrected", "Committed", "Deleted", "FieldsSet", "Forgotten", "HistoryEntry",
+    "MemoryState", "Op", "Register", "Stamp", "Voted", "apply", "merge",
 ]
 
 #: (HLC wall ms, HLC counter, HLC node, origin): the total order of LWW writes.
 Stamp = tuple[int, int, str, str]
 #: `validated` counts confidence gained from PassiveValidator matches, in hundredths (0.15 -> 15).
-COUNTERS: Final = ("recall", "useful", "not_useful", "validated")
+COUNTERS: Final = ("recall", "validated")
+#: Feedback verdicts an agent's vote register holds.
+VERDICTS: Final = ("useful", "not_useful")
 #: Corrections after which a memory is volatile (seed 3.3: >= 3).
 VOLATILE_AFTER: Final = 3
 
@@ -62,6 +67,7 @@ class MemoryState:
     memory_id: str
     fields: dict[str, Register] = field(default_factory=dict)
     counters: dict[str, dict[str, int]] = field(default_factory=dict)   # counter -> origin -> count
+    votes: dict[str, Register] = field(default_factory=dict)          # agent -> its latest verdict (LWW)
     last_recalled_ms: int = 0
     history: frozenset[HistoryEntry] = frozenset()
     deleted: Stamp | None = None
@@ -76,6 +82,10 @@ class MemoryState:
 
     def count(self, counter: str) -> int:
         return sum(self.counters.get(counter, {}).values())
+
+    def votes_for(self, verdict: str) -> int:
+        """How many agents' latest feedback is `verdict` (each agent counts once)."""
+        return sum(1 for reg in self.votes.values() if reg.value == verdict)
 
     @property
     def version(self) -> int:
@@ -131,6 +141,13 @@ class Counted(Op):
     at_ms: int = 0          # for recall: when it was served (the event's time)
     amount: int = 1
     fields: dict[str, Any] = field(default_factory=dict)   # LWW writes that come with the count
+
+
+@dataclass(frozen=True, slots=True)
+class Voted(Op):
+    """An agent's feedback: its vote register takes `verdict` unless it holds a later-stamped one."""
+    voter: str = ""
+    verdict: str = "useful"
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +215,11 @@ def apply(state: MemoryState, op: Op) -> MemoryState:
                        last_recalled_ms=max(state.last_recalled_ms, op.at_ms) if op.counter == "recall"
                        else state.last_recalled_ms,
                        high_water=high_water)
+    if isinstance(op, Voted):
+        if op.verdict not in VERDICTS:
+            raise ValueError(f"unknown verdict {op.verdict!r}")
+        votes = {**state.votes, op.voter: _lww(state.votes.get(op.voter), op.verdict, op.stamp)}
+        return replace(state, votes=votes, high_water=high_water)
     if isinstance(op, (Deleted, Forgotten)):
         history = state.history | {op.entry} if op.entry is not None else state.history
         if isinstance(op, Deleted):
@@ -213,6 +235,9 @@ def merge(a: MemoryState, b: MemoryState) -> MemoryState:
     fields = dict(a.fields)
     for name, reg in b.fields.items():
         fields[name] = reg if name not in fields else _merge_register(fields[name], reg)
+    votes = dict(a.votes)
+    for voter, reg in b.votes.items():
+        votes[voter] = reg if voter not in votes else _merge_register(votes[voter], reg)
     counters: dict[str, dict[str, int]] = {}
     for name in {*a.counters, *b.counters}:
         ca, cb = a.counters.get(name, {}), b.counters.get(name, {})
@@ -223,6 +248,7 @@ def merge(a: MemoryState, b: MemoryState) -> MemoryState:
         memory_id=a.memory_id,
         fields=fields,
         counters=counters,
+        votes=votes,
         last_recalled_ms=max(a.last_recalled_ms, b.last_recalled_ms),
         history=a.history | b.history,
         deleted=_earliest(a.deleted, b.deleted),

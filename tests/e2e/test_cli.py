@@ -9,6 +9,7 @@ import io
 import orjson
 
 from gateway.cli import main
+from tests.e2e.test_feedback import _vote
 
 
 async def _cli(*argv: str) -> tuple[int, str]:
@@ -78,8 +79,7 @@ async def test_tick_and_replay_verify_with_every_learning_event(api, redis_url, 
     _, a = await api.commit(key, "Grafana listens on port 3000 on the ops box", source="config_parse")
     _, b = await api.commit(key, "Grafana on the ops box uses port 3000")          # validates a (P1)
     _, c = await api.commit(key, "the nightly export job writes to /srv/export", decay_class="code_snippet")
-    for path in ["useful"] + ["not-useful"] * 4:                                    # quality 0.2: notice
-        await api.call("POST", f"/api/v1/feedback/{path}", key, json={"memory_id": b["memory_id"]})
+    await _vote(api, b["memory_id"], useful=1, not_useful=4)           # five agents, quality 0.2: notice
     await api.call("POST", "/api/v1/feedback/correct", key, json={
         "memory_id": c["memory_id"], "content": "the nightly export job writes to /srv/exports", "reason": "typo"})
     await api.call("POST", "/api/v1/feedback/deprecate", key, json={"memory_id": a["memory_id"], "reason": "old"})

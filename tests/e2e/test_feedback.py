@@ -1,5 +1,5 @@
-"""Feedback and corrections through the HTTP API: counts, provenance chain, volatility, deprecation,
-version conflicts, permissions and bad inputs (which write nothing)."""
+"""Feedback and corrections through the HTTP API: one vote per agent (its latest), provenance chain,
+volatility, deprecation, version conflicts, permissions and bad inputs (which write nothing)."""
 
 from __future__ import annotations
 
@@ -18,15 +18,82 @@ async def _versions(api, key: str, memory_id: str, after: str) -> dict:
     return body
 
 
-async def test_useful_and_not_useful_are_counted(api):
+async def _voters(api, n: int, prefix: str = "voter") -> list[str]:
+    """The keys of agents `{prefix}-0` .. `{prefix}-{n-1}` (registered on first use)."""
+    return [api.keys.get(f"{prefix}-{i}") or await api.register(f"{prefix}-{i}") for i in range(n)]
+
+
+async def _vote(api, memory_id: str, useful: int = 0, not_useful: int = 0, *, first: int = 0) -> str:
+    """`useful` then `not_useful` votes, each from another agent (voter-{first}, voter-{first+1}, ...)."""
+    keys = (await _voters(api, first + useful + not_useful))[first:]
+    position = ""
+    for key, path in zip(keys, ["useful"] * useful + ["not-useful"] * not_useful):
+        status, body = await api.call("POST", f"/api/v1/feedback/{path}", key, json={"memory_id": memory_id})
+        assert status == 201, body
+        position = body["position"]
+    return position
+
+
+async def _feedback(api, key: str, memory_id: str, *paths: str) -> str:
+    for path in paths:
+        status, body = await api.call("POST", f"/api/v1/feedback/{path}", key,
+                                      json={"memory_id": memory_id, "reason": "checked today"})
+        assert status == 201 and body["memory_id"] == memory_id, body
+    return body["position"]
+
+
+async def test_an_agent_changing_its_vote_counts_its_latest(api):
     key = await api.register("alice")
     mid, _ = await _commit(api, key, "The staging database runs PostgreSQL 15")
-    for path in ("useful", "useful", "not-useful"):
-        status, body = await api.call("POST", f"/api/v1/feedback/{path}", key,
-                                      json={"memory_id": mid, "reason": "checked today"})
-        assert status == 201 and body["memory_id"] == mid
-    v = await _versions(api, key, mid, body["position"])
-    assert (v["useful_count"], v["not_useful_count"], v["version"]) == (2, 1, 1)  # feedback keeps the version
+    position = await _feedback(api, key, mid, "useful", "useful", "not-useful")
+    v = await _versions(api, key, mid, position)
+    assert (v["useful_count"], v["not_useful_count"], v["version"]) == (0, 1, 1)  # feedback keeps the version
+    assert v["quality_score"] == 0.0 and v["importance_factor"] == 1.0
+    v = await _versions(api, key, mid, await _feedback(api, key, mid, "useful"))
+    assert (v["useful_count"], v["not_useful_count"], v["quality_score"]) == (1, 0, 1.0)
+
+
+async def test_one_agents_repeated_votes_count_once(api):
+    """Six not-useful votes from one agent are one vote: no quality drop, no notice, no forget."""
+    alice = await api.register("alice")
+    mallory = await api.register("mallory")
+    mid, _ = await _commit(api, alice, "the release checklist lives in docs/release.md")
+    alone, _ = await _commit(api, alice, "the staging cluster is called stg-2")
+    await _feedback(api, alice, mid, "useful")
+    position = await _feedback(api, mallory, mid, *["not-useful"] * 6)
+    position = await _feedback(api, mallory, alone, *["not-useful"] * 6)
+    await api.settle()
+    v = await _versions(api, alice, mid, position)
+    assert (v["useful_count"], v["not_useful_count"], v["quality_score"]) == (1, 1, 0.5)
+    assert v["importance_factor"] == 1.0 and v["quality_notice_at"] == ""
+    w = await _versions(api, alice, alone, position)   # quality = 0 / (0 + 1), but one vote decides nothing
+    assert (w["useful_count"], w["not_useful_count"], w["importance_factor"], w["quality_notice_at"]) == (0, 1, 1.0, "")
+    status, plan = await api.call("POST", "/api/v1/admin/forget", json={"dry_run": True})
+    assert status == 200 and plan["forgotten"] == [], plan
+    _, recalled = await api.recall(alice, "where is the release checklist", cache=False, after=position)
+    hit = next(r for r in recalled["results"] if r["memory_id"] == mid)
+    assert not any(warning.startswith("low_quality") for warning in hit.get("warnings", []))
+
+
+async def test_several_agents_votes_count_once_each(api):
+    alice = await api.register("alice")
+    mid, _ = await _commit(api, alice, "the VPN password rotates every Monday")
+    voters = await _voters(api, 5)
+    for key in voters:          # each of five agents says not useful, twice
+        position = await _feedback(api, key, mid, "not-useful", "not-useful")
+    v = await _versions(api, alice, mid, await _feedback(api, alice, mid, "useful", "useful"))
+    assert (v["useful_count"], v["not_useful_count"]) == (1, 5)
+    assert round(v["quality_score"], 6) == round(1 / 6, 6) and v["importance_factor"] == 0.5  # < 0.3, >= 5 votes
+    status, plan = await api.call("POST", "/api/v1/admin/forget", json={"dry_run": True})
+    assert status == 200 and plan["forgotten"] == [{"memory_id": mid, "namespace": "alice-main",
+                                                    "reason": "quality_low"}]
+    # two of them change their minds: 3 useful / 3 not useful
+    for key in voters[:2]:
+        position = await _feedback(api, key, mid, "useful")
+    v = await _versions(api, alice, mid, position)
+    assert (v["useful_count"], v["not_useful_count"], v["quality_score"], v["importance_factor"]) == (3, 3, 0.5, 1.0)
+    status, plan = await api.call("POST", "/api/v1/admin/forget", json={"dry_run": True})
+    assert status == 200 and plan["forgotten"] == []
 
 
 async def test_a_correction_is_a_new_version_with_its_provenance(api):

@@ -1,22 +1,19 @@
-"""Forget runs through the HTTP API: a memory with five not-useful votes is down-weighted at once and
+"""Forget runs through the HTTP API: a memory five agents voted not useful is down-weighted at once and
 moved out by the next run (seed 3.3.1 rule 1), deprecated ones go next, then LRU above capacity;
 recall never returns a forgotten memory."""
 
 from __future__ import annotations
 
 from tests.e2e.conftest import ADMIN_KEY, assert_error
-from tests.e2e.test_feedback import _commit, _versions
+from tests.e2e.test_feedback import _commit, _versions, _vote
 
 
 async def test_five_not_useful_down_weight_at_once_and_the_next_run_forgets(api):
     key = await api.register("alice")
     bad, _ = await _commit(api, key, "the VPN password rotates every Monday")
     good, _ = await _commit(api, key, "the VPN gateway is vpn.example.org")
-    for _ in range(5):
-        status, body = await api.call("POST", "/api/v1/feedback/not-useful", key,
-                                      json={"memory_id": bad, "reason": "wrong"})
-        assert status == 201
-    v = await _versions(api, key, bad, body["position"])
+    position = await _vote(api, bad, not_useful=5)     # five agents, one vote each
+    v = await _versions(api, key, bad, position)
     assert v["quality_score"] == 0.0 and v["importance_factor"] == 0.5  # at once, before any run
     status, plan = await api.call("POST", "/api/v1/admin/forget", json={"dry_run": True})
     assert status == 200 and plan["forgotten"] == [{"memory_id": bad, "namespace": "alice-main",

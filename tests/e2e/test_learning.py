@@ -5,16 +5,7 @@ recall ranking by standing."""
 from __future__ import annotations
 
 from tests.e2e.conftest import assert_error
-from tests.e2e.test_feedback import _commit, _versions
-
-
-async def _vote(api, key: str, memory_id: str, useful: int, not_useful: int) -> str:
-    position = ""
-    for path in ["useful"] * useful + ["not-useful"] * not_useful:
-        status, body = await api.call("POST", f"/api/v1/feedback/{path}", key, json={"memory_id": memory_id})
-        assert status == 201, body
-        position = body["position"]
-    return position
+from tests.e2e.test_feedback import _commit, _versions, _vote
 
 
 async def _tick(api, **body) -> dict:
@@ -32,7 +23,7 @@ async def _tombstones(api, memory_id: str, after: str) -> list[dict]:
 async def test_quality_notice_then_seven_days_without_improvement_deprecates_and_forgets(api):
     key = await api.register("alice")
     mid, _ = await _commit(api, key, "the build cache lives on the NFS share")
-    await _vote(api, key, mid, useful=1, not_useful=4)   # quality 0.2: low (< 0.3), not rule 1 (< 0.2)
+    await _vote(api, mid, useful=1, not_useful=4)   # five agents, quality 0.2: low (< 0.3), not rule 1 (< 0.2)
     await api.settle()
     v = await _versions(api, key, mid, "")
     assert v["quality_score"] == 0.2 and v["importance_factor"] == 0.5 and v["quality_notice_at"]
@@ -64,10 +55,10 @@ async def test_quality_notice_then_seven_days_without_improvement_deprecates_and
 async def test_a_recovered_memory_is_not_deprecated(api):
     key = await api.register("alice")
     mid, _ = await _commit(api, key, "release branches are cut on Thursdays")
-    await _vote(api, key, mid, useful=1, not_useful=4)
+    await _vote(api, mid, useful=1, not_useful=4)
     await api.settle()
     assert (await _versions(api, key, mid, ""))["quality_notice_at"]
-    await _vote(api, key, mid, useful=3, not_useful=0)    # 4/8 = 0.5: recovered, the notice is withdrawn
+    await _vote(api, mid, useful=3, first=5)    # three more agents: 4/8 = 0.5, recovered, the notice is withdrawn
     await api.settle()
     v = await _versions(api, key, mid, "")
     assert v["quality_notice_at"] == "" and v["importance_factor"] == 1.0
@@ -128,7 +119,7 @@ async def test_recall_ranks_by_standing(api):
     a, _ = await _commit(api, key, "the metrics dashboard is grafana.internal:3000")
     b, _ = await _commit(api, key, "the metrics dashboard is grafana.internal:3000")
     worse = min(a, b)   # equal relevance: without standing, ties go by id, so this one would come first
-    await _vote(api, key, worse, useful=1, not_useful=4)
+    await _vote(api, worse, useful=1, not_useful=4)
     await api.settle()
     _, plain = await api.recall(key, "where is the metrics dashboard", cache=False, diversity=0.0,
                                 importance_weight=0.0, top_k=2)

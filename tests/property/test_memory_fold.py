@@ -19,3 +19,6 @@ def test_a_state_survives_the_row_round_trip(log, c) -> None:
     assert again == row
     assert row["version"] == state.version and row["is_deleted"] == (not state.alive)
     assert row["recall_count"] == state.count("recall") and row["volatile_flag"] == state.volatile
+    useful, not_useful = state.votes_for("useful"), state.votes_for("not_useful")
+    assert (row["useful_count"], row["not_useful_count"]) == (useful, not_useful)
+    assert row["quality_score"] == (useful / (useful + not_useful) if useful + not_useful else 0.5)

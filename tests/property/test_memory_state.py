@@ -4,14 +4,16 @@ in order) converge; and merging two replicas equals applying the union of what t
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from projections.memory_state import (
-    Committed, Corrected, Counted, Deleted, FieldsSet, Forgotten, HistoryEntry, MemoryState, apply, merge,
+    Committed, Corrected, Counted, Deleted, FieldsSet, Forgotten, HistoryEntry, MemoryState, Voted, apply, merge,
 )
 
 ORIGINS = ["origin-a", "origin-b", "origin-c"]
+VOTERS = ["alice", "bob"]   # few voters: the same agent votes again, from one origin or several
 TEXTS = ["nginx listens on 8080", "nginx listens on 8443", "用户偏好：结论先行", ""]
 
 op_spec = st.tuples(
@@ -21,11 +23,12 @@ op_spec = st.tuples(
     st.sampled_from(TEXTS),
     st.sampled_from(["fresh", "stale"]),
     st.floats(0.0, 1.0, allow_nan=False),
+    st.sampled_from(VOTERS),
 )
 
 
 def _op(spec: tuple, origin: str, i: int):
-    kind, wall, text, freshness, confidence = spec
+    kind, wall, text, freshness, confidence, voter = spec
     stamp = (wall, i, "node-" + origin[-1], origin)
     position = f"{1000 + i}-0"
     entry = HistoryEntry(stamp=stamp, version=i + 1, content=text, updated_by=origin, kind={
@@ -45,8 +48,10 @@ def _op(spec: tuple, origin: str, i: int):
         return FieldsSet(stamp, position, fields={"importance_factor": round(confidence, 3)})
     if kind == "stale":
         return FieldsSet(stamp, position, fields={"freshness": "stale"}, entry=entry)
-    if kind in ("recall", "useful", "not_useful"):
+    if kind == "recall":
         return Counted(stamp, position, counter=kind, at_ms=wall * 1000)
+    if kind in ("useful", "not_useful"):
+        return Voted(stamp, position, voter=voter, verdict=kind)
     if kind == "delete":
         return Deleted(stamp, position, entry=entry)
     return Forgotten(stamp, position, entry=entry)
@@ -121,9 +126,9 @@ def test_reads_of_a_record() -> None:
         s = apply(s, Corrected(stamp, f"{2 + i}-0", content=f"v{i + 2}",
                                entry=HistoryEntry(stamp, i + 2, f"v{i + 2}", kind="correct", reason="fix")))
     s = apply(s, Counted((9, 0, "n", "o"), "9-0", counter="recall", at_ms=9000))
-    s = apply(s, Counted((10, 0, "n", "o"), "10-0", counter="useful"))
+    s = apply(s, Voted((10, 0, "n", "o"), "10-0", voter="bob", verdict="useful"))
     assert s.get("content") == "v4" and s.version == 4 and s.corrections == 3 and s.volatile
-    assert s.count("recall") == 1 and s.count("useful") == 1 and s.last_recalled_ms == 9000
+    assert s.count("recall") == 1 and s.votes_for("useful") == 1 and s.last_recalled_ms == 9000
     assert [e.content for e in s.ordered_history()] == ["v1", "v2", "v3", "v4"]
     assert s.alive
     s = apply(s, Deleted((11, 0, "n", "o"), "11-0"))
@@ -131,3 +136,54 @@ def test_reads_of_a_record() -> None:
     # a write stamped earlier than the current value loses, whenever it arrives
     late = apply(s, FieldsSet((0, 5, "n", "other"), "1-0", fields={"content": "old"}))
     assert late.get("content") == "v4"
+
+
+def _votes(s: MemoryState) -> tuple[int, int]:
+    return s.votes_for("useful"), s.votes_for("not_useful")
+
+
+def test_an_agents_repeated_votes_count_once() -> None:
+    s = MemoryState("m1")
+    for i in range(6):
+        s = apply(s, Voted((10 + i, 0, "n", "o"), f"{10 + i}-0", voter="mallory", verdict="not_useful"))
+    assert _votes(s) == (0, 1)
+
+
+def test_an_agent_changing_its_vote_keeps_only_the_latest() -> None:
+    s = apply(MemoryState("m1"), Voted((10, 0, "n", "o"), "10-0", voter="bob", verdict="useful"))
+    s = apply(s, Voted((11, 0, "n", "o"), "11-0", voter="bob", verdict="not_useful"))
+    assert _votes(s) == (0, 1)
+    # from another origin, a vote stamped earlier than the latest loses, whenever it arrives
+    s = apply(s, Voted((9, 0, "n", "p"), "5-0", voter="bob", verdict="useful"))
+    assert _votes(s) == (0, 1)
+    s = apply(s, Voted((12, 0, "n", "p"), "6-0", voter="bob", verdict="useful"))
+    assert _votes(s) == (1, 0)
+
+
+def test_several_agents_votes_count_once_each() -> None:
+    s = MemoryState("m1")
+    for i, (voter, verdict) in enumerate([("a", "useful"), ("b", "useful"), ("a", "useful"), ("c", "not_useful"),
+                                          ("b", "useful"), ("c", "not_useful")]):
+        s = apply(s, Voted((10 + i, 0, "n", "o"), f"{10 + i}-0", voter=voter, verdict=verdict))
+    assert _votes(s) == (2, 1)
+
+
+@settings(max_examples=300, deadline=None)
+@given(logs, choices)
+def test_each_agent_counts_once_with_its_latest_vote(log, c) -> None:
+    """Whatever the interleaving, an agent's vote is the verdict of its highest-stamped vote."""
+    state = _run(_interleave(log, c))
+    latest: dict[str, tuple] = {}
+    for op in (op for ops in log.values() for op in ops if isinstance(op, Voted)):
+        if op.voter not in latest or op.stamp > latest[op.voter].stamp:
+            latest[op.voter] = op
+    want = [v.verdict for v in latest.values()]
+    assert _votes(state) == (want.count("useful"), want.count("not_useful"))
+    assert sum(_votes(state)) <= len(VOTERS)
+
+
+def test_an_unknown_verdict_is_refused() -> None:
+    with pytest.raises(ValueError):
+        apply(MemoryState("m1"), Voted((1, 0, "n", "o"), "1-0", voter="a", verdict="meh"))
+    with pytest.raises(ValueError):   # feedback is no longer a counter
+        apply(MemoryState("m1"), Counted((1, 0, "n", "o"), "1-0", counter="useful"))

@@ -83,7 +83,8 @@ def event_for(op: tuple) -> Event:
     if op[0] == "downweighted":
         return new_event(MemoryDownweighted(op[1], "shared", 0.1, "stale"), ns="shared", agent="system")
     if op[0] in ("useful", "not_useful"):
-        return new_event(MemoryFeedback(op[1], "shared", op[0], ""), ns="shared", agent="carol")
+        # two voters, each voting again and changing its mind: one LWW vote per agent
+        return new_event(MemoryFeedback(op[1], "shared", op[0], ""), ns="shared", agent=("carol", "dave")[op[3] % 2])
     if op[1] == "unknown":
         return Event(type="future.thing", data=UnknownPayload({"x": [1, 2]}), ns="shared", agent="alice")
     return new_event(RecallServed("q", ("shared",), ("m1",), (0.5,)), ns="shared", agent="alice")
