@@ -81,16 +81,21 @@ def decide_commit(actor: Actor, cmd: CommitMemory, memory_id: str, known: dict[s
 
 
 def _writable(actor: Actor, memory_id: str, current: MemoryIndex | None,
-              expected_version: int | None) -> MemoryIndex:
+              expected_version: int | None, *, deleting: bool = False) -> MemoryIndex:
     """The memory an agent may change: it exists, is not deleted, is in a namespace the agent writes,
-    and is at `expected_version` when one is given."""
-    if current is None or current.deleted:
+    and is at `expected_version` when one is given. Deleting a deleted memory is a version conflict
+    (the losers of a delete race learn the current version); changing it otherwise is a 404."""
+    if current is None or (current.deleted and not deleting):
         raise NotFound(f"memory {memory_id} not found", {"memory_id": memory_id})
     if not actor.can_write(current.namespace):
         if current.namespace.endswith(EPHEMERAL_SUFFIX):  # others' ephemeral memories are invisible
             raise NotFound(f"memory {memory_id} not found", {"memory_id": memory_id})
         raise Forbidden(f"memory {memory_id} is in agent {current.agent}'s private namespace "
                         f"{current.namespace}", {"memory_id": memory_id, "namespace": current.namespace})
+    if current.deleted:
+        raise Conflict(f"memory {memory_id} is already deleted (version {current.version})",
+                       {"memory_id": memory_id, "current_version": current.version,
+                        "expected_version": expected_version, "deleted": True}, code="version_conflict")
     if expected_version is not None and expected_version != current.version:
         raise Conflict(f"memory {memory_id} is at version {current.version}, not {expected_version}",
                        {"memory_id": memory_id, "current_version": current.version,
@@ -98,18 +103,26 @@ def _writable(actor: Actor, memory_id: str, current: MemoryIndex | None,
     return current
 
 
+def _version_guards(memory_id: str, current: MemoryIndex, expected_version: int | None) -> list[Guard]:
+    """With an expected version the append needs exactly the version decided on; without one it
+    takes the next version whatever it is then (append.lua assigns it), as long as the memory lives."""
+    if expected_version is not None:
+        return [Guard.memory_version(memory_id, current.version)]
+    return [Guard.memory_live(memory_id), Guard.memory_next_version(memory_id, current.version)]
+
+
 def decide_delete(actor: Actor, cmd: DeleteMemory, current: MemoryIndex | None) -> Decision:
-    current = _writable(actor, cmd.memory_id, current, cmd.expected_version)
+    current = _writable(actor, cmd.memory_id, current, cmd.expected_version, deleting=True)
     payload = MemoryDeleted(cmd.memory_id, current.namespace, current.version + 1, cmd.reason)
     event = new_event(payload, ns=current.namespace, agent=actor.agent_id, by=actor.by)
-    return Decision([event], [Guard.memory_version(cmd.memory_id, current.version)])
+    return Decision([event], _version_guards(cmd.memory_id, current, cmd.expected_version))
 
 
 def decide_deprecate(actor: Actor, cmd: DeprecateMemory, current: MemoryIndex | None) -> Decision:
     current = _writable(actor, cmd.memory_id, current, cmd.expected_version)
     payload = MemoryDeprecated(cmd.memory_id, current.namespace, current.version + 1, cmd.reason)
     event = new_event(payload, ns=current.namespace, agent=actor.agent_id, by=actor.by)
-    return Decision([event], [Guard.memory_version(cmd.memory_id, current.version)])
+    return Decision([event], _version_guards(cmd.memory_id, current, cmd.expected_version))
 
 
 def decide_correct(actor: Actor, cmd: CorrectMemory, current: MemoryIndex | None) -> Decision:
@@ -117,7 +130,7 @@ def decide_correct(actor: Actor, cmd: CorrectMemory, current: MemoryIndex | None
     payload = MemoryCorrected(cmd.memory_id, current.namespace, current.version + 1, cmd.content, cmd.reason,
                               cmd.source, cmd.trigger)
     event = new_event(payload, ns=current.namespace, agent=actor.agent_id, by=actor.by)
-    return Decision([event], [Guard.memory_version(cmd.memory_id, current.version)])
+    return Decision([event], _version_guards(cmd.memory_id, current, cmd.expected_version))
 
 
 def decide_feedback(actor: Actor, cmd: GiveFeedback, current: MemoryIndex | None) -> Event:

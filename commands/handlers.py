@@ -224,7 +224,8 @@ class CommandService:
                 # (an explicit expected_version will then be reported as stale).
                 log.info(f"{what}.retry", memory_id=memory_id, attempt=attempt)
                 continue
-            return Changed(memory_id, decision.events[0].data.version, res.position)
+            version = res.version if res.version is not None else decision.events[0].data.version
+            return Changed(memory_id, version, res.position)
         raise Conflict(f"memory {memory_id} is changing too fast; retry", {"memory_id": memory_id},
                        code="version_conflict")
 

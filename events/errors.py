@@ -33,4 +33,15 @@ class GuardFailed(EventLogError):
 
 
 class LogResetError(EventLogError):
-    """A checkpoint lies beyond the stream's last id: the log was lost or replaced."""
+    """The log was lost or replaced: its epoch is missing or not the one expected (by an append,
+    or by projections folded from another log), or a checkpoint's event is not in it."""
+
+
+class OutcomeUnknown(EventLogError):
+    """An append was sent but its outcome is unknown: the connection dropped before the answer, or
+    (durable mode) the AOF fsync was not confirmed. The events may or may not be (durably) in the
+    log; retrying with the same idempotency key is safe."""
+
+
+class DurabilityUnavailable(EventLogError):
+    """Durable mode was asked for but the Redis server cannot confirm fsyncs (no WAITAOF, AOF off)."""

@@ -24,15 +24,33 @@ class HSet:
 
 @dataclass(frozen=True, slots=True)
 class Guard:
-    """Append precondition: `field` of hash `key` equals `expected` (None: must be absent)."""
+    """Append precondition: `field` of hash `key` equals `expected` (None: must be absent).
+
+    `next_version`: the field only has to hold an integer; the one event appended was decided at
+    version `expected` (its payload carries expected+1) and gets actual+1 instead when another write
+    moved the field meanwhile (append.lua mode '+')."""
 
     key: str
     field: str
     expected: str | None
+    next_version: bool = False
+
+    @property
+    def mode(self) -> str:
+        return "+" if self.next_version else "!" if self.expected is None else "="
 
     @classmethod
     def memory_version(cls, memory_id: str, version: int) -> "Guard":
         return cls(keys.memory(memory_id), "version", str(version))
+
+    @classmethod
+    def memory_next_version(cls, memory_id: str, version: int) -> "Guard":
+        """The memory's next version, whatever it is when the append runs (decided at `version`)."""
+        return cls(keys.memory(memory_id), "version", str(version), next_version=True)
+
+    @classmethod
+    def memory_live(cls, memory_id: str) -> "Guard":
+        return cls(keys.memory(memory_id), "deleted", "0")
 
     @classmethod
     def absent(cls, key: str, field: str) -> "Guard":

@@ -8,6 +8,7 @@ logical clock from Redis TIME, XADDs it and updates the write-side indexes.
 from __future__ import annotations
 
 import asyncio
+import secrets
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import AsyncIterator, Mapping, Sequence
@@ -17,6 +18,7 @@ import structlog
 from redis.asyncio import Redis
 
 from events import keys, positions
+from events.append_call import ScriptCall, call_script
 from events.codec import decode, encode_append_fields
 from events.envelope import Event
 from events.errors import GuardFailed, IdempotencyConflict, LogResetError
@@ -27,6 +29,8 @@ log = structlog.get_logger(__name__)
 
 _SCRIPT = resources.files("events").joinpath("append.lua").read_text()
 IDEMPOTENCY_TTL_S = 24 * 3600
+WAIT_AOF_MS = 5000
+"""Durable mode: how long an append waits for its AOF fsync (appendfsync everysec: about a second)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +45,7 @@ class AppendResult:
     positions: list[str]
     duplicate: bool = False      # True: the idempotency key was seen; nothing was appended
     result: bytes = b""          # the result blob stored with the original append
+    version: int | None = None   # the version append.lua gave a next-version write (Guard.next_version)
 
     @property
     def position(self) -> str:
@@ -71,10 +76,14 @@ class EventStore:
     origin: str
     durable: bool = False
     idempotency_ttl_s: int = IDEMPOTENCY_TTL_S
+    epoch: str | None = None      # the log identity appends expect (see keys.EPOCH); None: learnt on first append
+    wait_aof_ms: int = WAIT_AOF_MS
     _script: object = field(default=None, init=False, repr=False)
+    _call: ScriptCall = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._script = self.redis.register_script(_SCRIPT)
+        self._call = ScriptCall(_SCRIPT, self._script.sha, self.wait_aof_ms if self.durable else None)
 
     # ------------------------------------------------------------------ append
 
@@ -86,9 +95,13 @@ class EventStore:
         guards: Sequence[Guard] = (),
         result: bytes = b"",
     ) -> AppendResult:
-        """Append events atomically, in order. Raises GuardFailed / IdempotencyConflict."""
+        """Append events atomically, in order. Raises GuardFailed / IdempotencyConflict; OutcomeUnknown
+        when the script was sent but its answer (or, durable, its fsync) was not confirmed."""
         if not events:
             raise ValueError("append needs at least one event")
+        if len(events) > 1 and any(g.next_version for g in guards):
+            raise ValueError("a next-version guard applies to a single event")
+        epoch = self.epoch or await self.open_epoch()
         idem_key = keys.idempotency(idempotency.scope, idempotency.key) if idempotency else keys.PREFIX + "idem:-"
         script_keys: list[str] = [keys.STREAM, keys.HLC_STATE, idem_key]
         args: list[bytes | str | int] = [
@@ -101,19 +114,19 @@ class EventStore:
         ]
         for g in guards:
             script_keys.append(g.key)
-            args += [g.field, "!" if g.expected is None else "=", g.expected or ""]
+            args += [g.field, g.mode, g.expected or ""]
         for ev in events:
             ops = index_ops(ev)
             script_keys.extend(op.key for op in ops)
             args.append(orjson.dumps([encode_append_fields(ev, self.origin),
                                       [[x for kv in op.mapping.items() for x in kv] for op in ops]]))
-        reply = await self._script(keys=script_keys, args=args)
+        reply = await call_script(self.redis, self._call, [keys.EPOCH, *script_keys], [epoch or "", *args])
         status = as_str(reply[0])
+        if status == "log_reset":
+            raise LogResetError(reset_message(epoch, as_str(reply[1]) if reply[1] else None))
         if status == "ok":
             pos = as_str(reply[1]).split(",")
-            if self.durable:
-                await self._wait_aof()
-            return AppendResult(pos, False, result)
+            return AppendResult(pos, False, result, int(as_str(reply[2])) if len(reply) > 2 else None)
         if status == "dup":
             blob = reply[1] if isinstance(reply[1], bytes) else as_str(reply[1]).encode()
             return AppendResult(as_str(reply[2]).split(","), True, blob)
@@ -123,10 +136,6 @@ class EventStore:
             actual = reply[2]
             raise GuardFailed(int(reply[1]), as_str(actual) if actual is not None else None)
         raise RuntimeError(f"unexpected append reply {reply!r}")
-
-    async def _wait_aof(self) -> None:
-        # WAITAOF numlocal numreplicas timeout: the local fsync must have happened.
-        await self.redis.execute_command("WAITAOF", 1, 0, 1000)
 
     # ------------------------------------------------------------------ read
 
@@ -178,14 +187,43 @@ class EventStore:
     async def length(self) -> int:
         return int(await self.redis.xlen(keys.STREAM))
 
-    async def check_not_reset(self, checkpoint: str | None) -> None:
-        """Raise LogResetError unless the event at `checkpoint` is still in the log.
+    # ------------------------------------------------------------------ epoch (the log's identity)
+
+    async def log_epoch(self) -> str | None:
+        """The log's current epoch (None: the key is missing — a wiped log, or one not opened yet)."""
+        val = await self.redis.get(keys.EPOCH)
+        return as_str(val) if val is not None else None
+
+    async def open_epoch(self, *, create: bool = True, adopt: bool = True) -> str | None:
+        """Learn the log's epoch and expect it from now on (`self.epoch`).
+
+        No epoch yet: an empty log gets a new one when `create`; a non-empty log written before
+        epochs existed is adopted (given a new one, logged) when `adopt`. Otherwise None: appends
+        are refused (LogResetError) until someone who may creates it (`zhiyi replay --in-place`).
+        """
+        current = await self.log_epoch()
+        if current is None:
+            length = await self.length()
+            if (create and length == 0) or (adopt and length > 0):
+                await self.redis.set(keys.EPOCH, new_epoch(), nx=True)
+                current = await self.log_epoch()
+                log.info("log.epoch_created" if length == 0 else "log.epoch_adopted", epoch=current, events=length)
+        self.epoch = current
+        return current
+
+    async def check_not_reset(self, checkpoint: str | None, epoch: str | None = None) -> None:
+        """Raise LogResetError unless the event at `checkpoint` is still in the log and, when
+        `epoch` is given, the log's epoch is that one (the one the caller's projections were folded from).
 
         The log is never trimmed, so a checkpoint's own event exists for as long as the log it
         was taken from does. Checking that exact id (not just "is the last id behind it?")
         also catches a log that was lost and has since received new appends, whose time-based
         ids all lie beyond any old checkpoint.
         """
+        if epoch is not None:
+            found = await self.log_epoch()
+            if found != epoch:
+                raise LogResetError(reset_message(epoch, found))
         if not checkpoint or checkpoint == positions.ZERO:
             return
         if entries(await self.redis.xrange(keys.STREAM, checkpoint, checkpoint, count=1)):
@@ -208,6 +246,10 @@ class EventStore:
         pipe.hset(keys.CHECKPOINTS, projector, position)
         pipe.hset(keys.GENERATIONS, mapping={keys.generation(projector, ns): pos for ns, pos in generations.items()})
         await pipe.execute()
+
+    async def clear_checkpoints(self) -> None:
+        """Forget every published checkpoint and generation (projections replaced by a rebuild)."""
+        await self.redis.delete(keys.CHECKPOINTS, keys.GENERATIONS)
 
     async def generations(self, fields: Sequence[tuple[str, str]]) -> list[str]:
         """The generation of each (projector, namespace); "" for one never changed."""
@@ -288,4 +330,15 @@ class EventStore:
             return False
 
     async def heartbeat(self, instance_id: str, info: str, ttl_s: int = 30) -> None:
-        await self.redis.set(keys.heartbeat(instance_id), info, ex=ttl_s)
+        """A key with a TTL naming what runs and the epoch it serves (`<info> epoch=<epoch>`)."""
+        await self.redis.set(keys.heartbeat(instance_id), f"{info} epoch={self.epoch or '-'}", ex=ttl_s)
+
+
+def new_epoch() -> str:
+    return secrets.token_hex(8)
+
+
+def reset_message(expected: str | None, found: str | None) -> str:
+    return (f"the event log was wiped or replaced (its epoch is {found or 'missing'}, expected {expected or 'none'}): "
+            "nothing is read or written until the projections are rebuilt from the current log with "
+            "`zhiyi replay --in-place`; agents registered in the lost log must register again")

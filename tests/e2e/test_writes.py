@@ -151,7 +151,9 @@ async def test_delete_rules(api):
                                   params={"expected_version": "1"})
     assert status == 200 and body["version"] == 2 and body["position"]
     status, body = await api.call("DELETE", f"/api/v1/distilled/{mine['memory_id']}", alice)
-    assert status == 404
+    assert status == 409  # already deleted: a version conflict naming the current version
+    assert_error(body, "version_conflict")
+    assert body["error"]["details"]["current_version"] == 2
     status, body = await api.call("DELETE", f"/api/v1/distilled/{shared['memory_id']}", alice)
     assert status == 200
     assert await api.log_length() == before + 2

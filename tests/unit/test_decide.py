@@ -66,14 +66,20 @@ def test_admin_acting_is_recorded():
 def test_delete_rules():
     own = MemoryIndex("m", 3, "alice-main", "alice", False)
     d = decide_delete(ALICE, DeleteMemory("m"), own)
-    assert d.events[0].data.version == 4 and d.guards[0].expected == "3"
-    assert decide_delete(ALICE, DeleteMemory("m", expected_version=3), own).events
+    # no expected version: the memory must live, and the append takes the next version (decided at 3)
+    assert d.events[0].data.version == 4
+    assert [(g.field, g.expected, g.next_version) for g in d.guards] == [("deleted", "0", False), ("version", "3", True)]
+    d = decide_delete(ALICE, DeleteMemory("m", expected_version=3), own)
+    assert [(g.field, g.expected, g.next_version) for g in d.guards] == [("version", "3", False)]
     with pytest.raises(Conflict):
         decide_delete(ALICE, DeleteMemory("m", expected_version=2), own)
     with pytest.raises(NotFound):
         decide_delete(ALICE, DeleteMemory("m"), None)
-    with pytest.raises(NotFound):
+    with pytest.raises(Conflict) as deleted:  # already deleted: a version conflict with the current version
         decide_delete(ALICE, DeleteMemory("m"), MemoryIndex("m", 2, "alice-main", "alice", True))
+    assert deleted.value.code == "version_conflict" and deleted.value.details["current_version"] == 2
+    with pytest.raises(NotFound):  # others' ephemeral memories stay invisible, deleted or not
+        decide_delete(ALICE, DeleteMemory("m"), MemoryIndex("m", 2, "bob-ephemeral", "bob", True))
     with pytest.raises(Forbidden):
         decide_delete(ALICE, DeleteMemory("m"), MemoryIndex("m", 1, "bob-main", "bob", False))
     with pytest.raises(NotFound):

@@ -1,0 +1,105 @@
+"""Running the append script on one connection, without retries, and knowing when its outcome is unknown.
+
+redis-py's client retries a command after a dropped connection; for an append that could write the
+events twice, and it cannot tell "never sent" from "sent, answer lost". Here:
+
+- the connection comes from the pool connected and checked (a stale one is replaced): a failure up to
+  there sent nothing, so it propagates as the Redis error it is (the gateway answers `unavailable`);
+- once the script was sent, a dropped connection or a timeout raises `OutcomeUnknown`: the events may
+  or may not be in the log; the caller retries with the same idempotency key;
+- in durable mode `WAITAOF 1 0 timeout` is pipelined on the SAME connection (WAITAOF waits for the
+  offset of the connection's own last write: on another connection it would confirm nothing) and its
+  reply `[numlocal, numreplicas]` is read: numlocal < 1 (timed out, AOF off) or an error after a
+  write also raises `OutcomeUnknown` — the write is in memory, its fsync unconfirmed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from redis.asyncio import Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import NoScriptError, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from events.errors import OutcomeUnknown
+from events.replies import as_str
+
+WROTE = ("ok", "dup")
+"""Script statuses after which the log holds the events (a `dup` also touched its record: see append.lua)."""
+
+UNKNOWN_MESSAGE = "the write may or may not be durable; retry with the same Idempotency-Key"
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptCall:
+    """One append script (its source and SHA1) and, in durable mode, the WAITAOF timeout."""
+
+    source: str
+    sha: str
+    wait_aof_ms: int | None = None   # None: not durable
+
+
+def _unknown(reason: str) -> OutcomeUnknown:
+    return OutcomeUnknown(f"{UNKNOWN_MESSAGE} ({reason})")
+
+
+async def call_script(redis: Redis, call: ScriptCall, keys: Sequence[str], args: Sequence[Any]) -> list:
+    pool = redis.connection_pool
+    conn = await pool.get_connection()  # connected and checked; a failure here sent nothing
+    try:
+        try:
+            return await _run(conn, call, keys, args)
+        except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+            raise _unknown(f"connection lost after the append was sent: {exc}") from exc
+    finally:
+        await pool.release(conn)
+
+
+async def _run(conn, call: ScriptCall, keys: Sequence[str], args: Sequence[Any]) -> list:
+    durable = call.wait_aof_ms is not None
+    wait = ("WAITAOF", 1, 0, call.wait_aof_ms) if durable else None
+
+    async def send(*command: Any) -> None:
+        await conn.send_packed_command(conn.pack_commands([command, wait] if wait else [command]))
+
+    await send("EVALSHA", call.sha, len(keys), *keys, *args)
+    try:
+        reply = await conn.read_response()
+    except NoScriptError:  # a restarted server: load it with EVAL (the WAITAOF answer is read and dropped)
+        if wait:
+            await _drain(conn)
+        await send("EVAL", call.source, len(keys), *keys, *args)
+        reply = await _read_script_reply(conn, wait is not None)
+    except ResponseError:
+        if wait:
+            await _drain(conn)
+        raise
+    if not wait:
+        return reply
+    try:
+        aof = await conn.read_response()
+    except ResponseError as exc:  # e.g. appendonly turned off under us
+        if as_str(reply[0]) in WROTE:
+            raise _unknown(f"WAITAOF failed: {exc}") from exc
+        return reply
+    if as_str(reply[0]) in WROTE and (not aof or int(aof[0]) < 1):
+        raise _unknown(f"the AOF fsync was not confirmed within {call.wait_aof_ms} ms (WAITAOF {aof!r})")
+    return reply
+
+
+async def _read_script_reply(conn, durable: bool) -> list:
+    try:
+        return await conn.read_response()
+    except ResponseError:
+        if durable:
+            await _drain(conn)
+        raise
+
+
+async def _drain(conn) -> None:
+    try:
+        await conn.read_response()
+    except ResponseError:
+        pass
