@@ -134,7 +134,8 @@ def decide_correct(actor: Actor, cmd: CorrectMemory, current: MemoryIndex | None
 
 
 def decide_feedback(actor: Actor, cmd: GiveFeedback, current: MemoryIndex | None) -> Event:
-    """Any agent that can read a memory may say whether it helped; the version does not change."""
+    """Any agent that can read a memory may say whether it helped; the version does not change.
+    Each event is that agent's vote: the projection keeps its latest one (one vote per agent)."""
     hidden = current is None or current.deleted or not actor.can_read(current.namespace) or \
         (current.namespace.endswith(EPHEMERAL_SUFFIX) and current.namespace not in actor.own_namespaces)
     if hidden:

@@ -154,7 +154,8 @@ class MemoryDeleted:
 @event_type("memory.feedback")
 @dataclass(frozen=True, slots=True)
 class MemoryFeedback:
-    """An agent found a memory useful / not useful (seed 2.7): counted, the version stays."""
+    """An agent found a memory useful / not useful (seed 2.7): the agent's vote (its latest one counts,
+    once), the version stays."""
 
     memory_id: str
     namespace: str

@@ -7,7 +7,9 @@ clock.
 
 - importance = factor x recency x (1 + ln(1 + recall_count)), recency = exp(-0.0077 x days since
   the latest version) (half-life 90 days). `factor` is what events set: 0.5 while quality is low
-  (< 0.3 with >= 5 feedback), 0.1 after the 180-day stale rule. tier=core does not age.
+  (< 0.3 with >= 5 votes), 0.1 after the 180-day stale rule. tier=core does not age.
+- quality (stored, `projections.memory_fold`) = useful / (useful + not_useful), 0.5 without votes;
+  the counts are of agents, each counted once with its latest vote.
 - decay (linear, seed 3.3.1) = max(0.1, 1 - idle_days x rate(decay_class)), x2 rate when volatile;
   tier=core is immune (1.0). Idle days count from the later of the latest version and the last
   recall: a memory in use does not decay.

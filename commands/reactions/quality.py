@@ -1,6 +1,7 @@
 """Quality notice policy (seed 3.2.1): feedback that leaves a memory below quality 0.3 with >= 5
-feedback raises a `memory.quality_dropped` notice (the importance x 0.5 follows from the counts
-in the projection at once); feedback that lifts a noticed memory back withdraws it
+votes (one per agent, its latest: the projection's derived counts) raises a
+`memory.quality_dropped` notice (the importance x 0.5 follows from the counts in the projection at
+once); feedback that lifts a noticed memory back withdraws it
 (`memory.quality_recovered`). The scheduler deprecates memories still low 7 days after their
 notice (`commands.scheduler`).
 

@@ -2,7 +2,8 @@
 
 In this order, each memory at most once (the first rule that takes it names the reason):
 
-1. ``quality_low`` — quality_score < 0.2 with at least 5 feedback;
+1. ``quality_low`` — quality_score < 0.2 with at least 5 votes (agents: each agent's latest vote
+   counts once, so one agent cannot get a memory forgotten);
 2. ``deprecated`` — marked deprecated (POST /feedback/deprecate);
 3. ``lru`` — a namespace still holding more than ``capacity`` live memories loses the lowest
    recall_count first, ties by the oldest last_recalled_at (never recalled first), then the oldest

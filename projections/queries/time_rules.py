@@ -2,8 +2,8 @@
 (the scheduler appends what they select as events; nothing here reads the clock).
 
 - Quality deadline: a memory noticed for low quality (`memory.quality_dropped`) that is still
-  below 0.3 with >= 5 feedback 7 days after the notice is deprecated (the next forget run moves it
-  to the tombstones). A memory that recovered had its notice withdrawn (`memory.quality_recovered`).
+  below 0.3 with >= 5 votes (one per agent) 7 days after the notice is deprecated (the next forget
+  run moves it to the tombstones). A memory that recovered had its notice withdrawn (`memory.quality_recovered`).
 - Stale rule: a stale memory (marked so, or decayed to the floor) that nobody recalled for 180
   days (counting from its latest version when it was never recalled) gets importance factor 0.1.
 
