@@ -134,6 +134,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_project(args: argparse.Namespace) -> int:
+    if args.parent_pid:  # started by `zhiyi up`: go when it goes
+        from gateway.projector_process import die_with_parent
+
+        die_with_parent(args.parent_pid)
     from gateway.server import run_projectors
 
     settings = build_settings(args, _redis_url(args), only=tuple(args.only or ()))
@@ -210,6 +214,7 @@ def parser() -> argparse.ArgumentParser:
     pp = sub.add_parser("project", parents=[common], help="the projectors alone")
     pp.add_argument("--only", action="append", help="run only this projector (repeatable)")
     pp.add_argument("--ready-file", default=None, help="touch this file once the projectors run (used by `zhiyi up`)")
+    pp.add_argument("--parent-pid", type=int, default=None, help=argparse.SUPPRESS)  # `zhiyi up`'s pid
     pp.set_defaults(func=cmd_project)
     dp = sub.add_parser("digest", parents=[common], help="logical digest of each live projection")
     dp.add_argument("--json", action="store_true")

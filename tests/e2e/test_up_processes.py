@@ -5,6 +5,7 @@ replaced when it dies and gone with the gateway."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -111,11 +112,39 @@ def test_projectors_run_in_a_supervised_child_process(tmp_path: Path) -> None:
         out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 0, out
     assert "projector_process.exited" in out
+    # the children (projectors, query model) start as fresh interpreters: nothing runs in a forked copy
+    # of the threaded gateway, so lancedb's after-fork hook never fires (its output goes to ours)
+    assert "fork support is experimental" not in out, out[-4000:]
+    assert out.count("projectors.running") >= 2   # the child's own output is in `out`: first start, restart
     deadline = time.monotonic() + 10
     while child is not None and not _gone(child) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert child is None or _gone(child), "the projector process outlived the gateway"
     assert embedder is None or _gone(embedder), "the query embedder outlived the gateway"
+
+
+def test_the_projector_child_goes_when_the_gateway_is_killed(tmp_path: Path) -> None:
+    """PDEATHSIG, asked for by the child itself (`--parent-pid`): no orphaned second writer."""
+    port = _free_port()
+    proc = _start(tmp_path / "data", port, tmp_path)
+    try:
+        child = _projector_child(proc.pid)
+        proc.kill()
+        proc.communicate(timeout=30)
+        deadline = time.monotonic() + 15
+        while not _gone(child) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _gone(child), "the projector process outlived a killed gateway"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=30)
+        url_file = tmp_path / "data" / "redis_url"   # the private Redis outlives a SIGKILL'd gateway
+        if url_file.exists():
+            import redis as sync_redis
+
+            with contextlib.suppress(Exception):
+                sync_redis.Redis.from_url(url_file.read_text().strip()).shutdown(nosave=True)
 
 
 def test_up_can_keep_the_projectors_and_the_query_model_in_process(tmp_path: Path, monkeypatch) -> None:

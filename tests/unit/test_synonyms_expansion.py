@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 from projections.queries.synonyms import SynonymTable, normalize_term, occurs
 
 
@@ -62,12 +60,9 @@ def test_namespaces_scope_the_expansion_and_order_follows_the_query():
     assert t.expansions("gpu and db", ["bob-main"]) == []
 
 
-def test_expansion_is_cheap_with_a_thousand_terms():
+def test_expansion_finds_both_scripts_among_a_thousand_groups():
+    """Correctness at size; its cost per call is measured by tests/bench/synonyms.py."""
     t = table(*[(f"term{i}", f"syn{i}", f"同义{i}") for i in range(1000)])
-    query = "a fairly ordinary recall query about term17 and 同义42 with some more words " * 3
-    started = time.perf_counter()
-    for _ in range(100):
-        out = t.expansions(query)
-    per_call_ms = (time.perf_counter() - started) * 1000 / 100
-    assert "syn17" in out and "term42" in out
-    assert per_call_ms < 5  # generous for slow CI; typically well under 1 ms
+    out = t.expansions("a fairly ordinary recall query about term17 and 同义42 with some more words")
+    # 同义4 matches inside 同义42 too: Chinese terms match as substrings
+    assert set(out) == {"syn17", "同义17", "term42", "syn42", "term4", "syn4"}
