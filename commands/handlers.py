@@ -40,6 +40,24 @@ def new_memory_id() -> str:
     return str(uuid.uuid4())
 
 
+REGISTER_SCOPE = "zhiyi-register"
+"""Idempotency scope of registrations (`zhiyi*` ids are reserved, so no agent shares it)."""
+
+
+def register_idempotency(cmd: RegisterAgent, idem: IdempotencyRequest | None) -> Idempotency:
+    """The client's key, else one derived from the request itself (the same registration retried
+    without a key within the window answers the same api_key)."""
+    fingerprint = hashlib.sha256(orjson.dumps(["register", cmd.agent_id, cmd.agent_type, cmd.namespace])).hexdigest()
+    if idem is not None:
+        return Idempotency(REGISTER_SCOPE, idem.key, idem.fingerprint)
+    return Idempotency(REGISTER_SCOPE, "request:" + fingerprint, fingerprint)
+
+
+def _registered(res: AppendResult) -> Registered:
+    blob = orjson.loads(res.result)
+    return Registered(blob["agent_id"], blob["api_key"], blob["namespaces"], res.position)
+
+
 def _remember(cache: dict, key, value) -> None:
     if len(cache) >= ACTOR_CACHE_SIZE:
         cache.pop(next(iter(cache)))
@@ -114,6 +132,11 @@ class CommandService:
     _agents: dict[str, Actor] = field(default_factory=dict, init=False, repr=False)
     _key_hashes: dict[str, str] = field(default_factory=dict, init=False, repr=False)
 
+    def forget_agents(self) -> None:
+        """Drop the cached registrations: the log they came from was wiped or replaced."""
+        self._agents.clear()
+        self._key_hashes.clear()
+
     async def agent_for_api_key(self, api_key: str) -> str | None:
         key_hash = hash_api_key(api_key)
         agent_id = self._key_hashes.get(key_hash)
@@ -133,22 +156,35 @@ class CommandService:
             _remember(self._agents, agent_id, actor)
         return actor if actor.by == by else Actor(actor.agent_id, actor.main_namespace, actor.ephemeral_namespace, by)
 
-    async def register_agent(self, cmd: RegisterAgent) -> Registered:
-        api_key = self.make_api_key()
-        existing = await self.store.agent_index(cmd.agent_id)
-        main = cmd.namespace or f"{cmd.agent_id}-main"
-        main_owner = await self.store.namespace_owner(main)
-        eph_owner = await self.store.namespace_owner(f"{cmd.agent_id}-ephemeral")
-        decision = decide_register(cmd, existing, main_owner, eph_owner, hash_api_key(api_key))
+    async def register_agent(self, cmd: RegisterAgent, idem: IdempotencyRequest | None = None) -> Registered:
+        """Register an agent and hand out its key. Idempotent: a retry with the same Idempotency-Key
+        (or, without one, the same request within the idempotency window) answers the same `api_key`,
+        whose plaintext lives only in the idempotency record (the event holds its sha256)."""
+        idempotency = register_idempotency(cmd, idem)
         try:
-            res = await self.store.append(decision.events, guards=decision.guards)
+            previous = await self.store.replayed(idempotency)
+            if previous is not None:
+                return _registered(previous)
+            api_key = self.make_api_key()
+            existing = await self.store.agent_index(cmd.agent_id)
+            main = cmd.namespace or f"{cmd.agent_id}-main"
+            main_owner = await self.store.namespace_owner(main)
+            eph_owner = await self.store.namespace_owner(f"{cmd.agent_id}-ephemeral")
+            decision = decide_register(cmd, existing, main_owner, eph_owner, hash_api_key(api_key))
+            data = decision.events[0].data
+            blob = orjson.dumps({"agent_id": cmd.agent_id, "api_key": api_key,
+                                 "namespaces": [data.main_namespace, data.ephemeral_namespace, "shared"]})
+            res = await self.store.append(decision.events, idempotency=idempotency, guards=decision.guards,
+                                          result=blob)
         except GuardFailed as exc:  # lost a race with a concurrent registration
             raise Conflict(f"agent {cmd.agent_id} or its namespace was registered concurrently",
                            {"agent_id": cmd.agent_id}, code="agent_exists") from exc
-        data = decision.events[0].data
-        log.info("agent.registered", agent=cmd.agent_id, ns=data.main_namespace, position=res.position)
-        return Registered(cmd.agent_id, api_key, [data.main_namespace, data.ephemeral_namespace, "shared"],
-                          res.position)
+        except IdempotencyConflict as exc:
+            raise IdempotencyKeyReused("this Idempotency-Key was already used with a different request body",
+                                       {"idempotency_key": idempotency.key}) from exc
+        if not res.duplicate:
+            log.info("agent.registered", agent=cmd.agent_id, ns=data.main_namespace, position=res.position)
+        return _registered(res)
 
     async def commit(self, actor: Actor, cmd: CommitMemory, idem: IdempotencyRequest | None = None) -> Committed:
         memory_id = self.make_memory_id()

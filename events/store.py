@@ -137,6 +137,17 @@ class EventStore:
             raise GuardFailed(int(reply[1]), as_str(actual) if actual is not None else None)
         raise RuntimeError(f"unexpected append reply {reply!r}")
 
+    async def replayed(self, idempotency: Idempotency) -> AppendResult | None:
+        """The original append of this idempotency key (duplicate=True), None when the key is unused;
+        IdempotencyConflict when it was used with another fingerprint. For a decision that depends on
+        state the original append changed (a retried register must not see its own agent as taken)."""
+        f, r, p = await self.redis.hmget(keys.idempotency(idempotency.scope, idempotency.key), ["f", "r", "p"])
+        if f is None:
+            return None
+        if as_str(f) != idempotency.fingerprint:
+            raise IdempotencyConflict(idempotency.key)
+        return AppendResult(as_str(p).split(","), True, r if isinstance(r, bytes) else as_str(r).encode())
+
     # ------------------------------------------------------------------ read
 
     async def read(self, start: str | None = None, end: str | None = None, count: int | None = None,

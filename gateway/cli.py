@@ -96,9 +96,17 @@ def cmd_up(args: argparse.Namespace) -> int:
     data_dir.mkdir(parents=True, exist_ok=True)
     embedded = None
     url = args.redis_url or os.environ.get("REDIS_URL")
+    durable = _env_flag("ZHIYI_DURABLE")
     if not url:
-        embedded = embedded_redis.start(data_dir)
+        embedded = embedded_redis.start(data_dir, durable=durable)
         url = embedded.url
+    if durable:  # before anything starts: refuse durable mode on a server that cannot confirm fsyncs
+        try:
+            embedded_redis.check_durable(url)
+        except Exception:
+            if embedded is not None:
+                embedded.stop()
+            raise
     key, where = admin_key(data_dir)
     # projectors in a child process (gateway/projector_process.py), unless ZHIYI_INPROCESS_PROJECTORS
     inprocess = _env_flag("ZHIYI_INPROCESS_PROJECTORS")
@@ -127,6 +135,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     key, where = admin_key(Path(args.data_dir))
     settings = build_settings(args, _redis_url(args), api_key=key, run_projectors=False)
+    if settings.durable:
+        from gateway.embedded_redis import check_durable
+
+        check_durable(settings.redis_url)
     print(f"zhiyi: gateway on http://{settings.host}:{settings.port} (projectors run elsewhere); "
           f"admin API key in {where}", flush=True)
     serve_forever(settings)
@@ -155,6 +167,14 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from gateway.maintenance import replay
 
     settings = build_settings(args, _redis_url(args))
+    if args.in_place:
+        from gateway.maintenance import replay_in_place
+
+        if args.until or args.verify:
+            print("zhiyi replay: --in-place rebuilds up to the end of the log (no --until, no --verify)",
+                  file=sys.stderr)
+            return 2
+        return asyncio.run(replay_in_place(settings, as_json=args.json))
     return asyncio.run(replay(settings, Path(args.into), until=args.until, verify=args.verify,
                               as_json=args.json))
 
@@ -220,7 +240,11 @@ def parser() -> argparse.ArgumentParser:
     dp.add_argument("--json", action="store_true")
     dp.set_defaults(func=cmd_digest)
     rp = sub.add_parser("replay", parents=[common], help="rebuild every projection from the log into DIR")
-    rp.add_argument("--into", required=True, help="empty directory to rebuild into")
+    target = rp.add_mutually_exclusive_group(required=True)
+    target.add_argument("--into", help="empty directory to rebuild into")
+    target.add_argument("--in-place", action="store_true",
+                        help="after a log_reset: rebuild the data dir's projections from the current log beside "
+                             "them, then swap them in (the old ones are kept as projections.<old epoch>/)")
     rp.add_argument("--until", default=None, help="stop at this position (time travel)")
     rp.add_argument("--verify", action="store_true",
                     help="rebuild twice up to the live position; fail unless both match the live digests")

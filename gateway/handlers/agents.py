@@ -7,19 +7,19 @@ from aiohttp import web
 from commands.parsing import parse_register
 from gateway.appkeys import COMMANDS
 from gateway.auth import require_admin
-from gateway.requests import json_body, json_response
+from gateway.requests import idempotency, json_body, json_response
 
 
 async def register(request: web.Request) -> web.Response:
     require_admin(request)
-    body, _ = await json_body(request)
+    body, raw = await json_body(request)
     cmd = parse_register(body)
-    reg = await request.app[COMMANDS].register_agent(cmd)
+    # a retry (same Idempotency-Key, or the same body within 24 h) answers the same api_key
+    reg = await request.app[COMMANDS].register_agent(cmd, idempotency(request, raw, "register"))
     return json_response({
         "agent_id": reg.agent_id,
         "api_key": reg.api_key,
         "namespaces": reg.namespaces,
-        "ws_endpoint": f"/api/v1/ws/{reg.agent_id}",
         "position": reg.position,
     }, status=201)
 

@@ -12,7 +12,7 @@ async def test_register_returns_a_key_that_works_at_once(api):
                                   json={"agent_id": "hermes-a06", "agent_type": "hermes", "namespace": "hermes-main"})
     assert status == 201
     assert body["namespaces"] == ["hermes-main", "hermes-a06-ephemeral", "shared"]
-    assert body["ws_endpoint"] == "/api/v1/ws/hermes-a06" and body["position"]
+    assert "ws_endpoint" not in body and body["position"]   # no socket yet: nothing to advertise
     status, commit = await api.commit(body["api_key"], "ComfyUI 端口: 8188")
     assert status == 201 and commit["namespace"] == "hermes-main" and commit["version"] == 1
 
@@ -23,6 +23,8 @@ async def test_register_rules(api):
     assert status == 403
     assert_error(body, "admin_required")
     status, body = await api.call("POST", "/api/v1/agents/register", json={"agent_id": "alice"})
+    assert status == 201 and body["api_key"] == key  # the same request again: the same answer
+    status, body = await api.call("POST", "/api/v1/agents/register", json={"agent_id": "alice", "agent_type": "coder"})
     assert status == 409
     assert_error(body, "agent_exists")
     status, body = await api.call("POST", "/api/v1/agents/register", json={"agent_id": "bob", "namespace": "alice-main"})
@@ -77,7 +79,7 @@ async def test_bad_inputs_get_4xx_and_leave_the_log_unchanged(api, settings_over
         (dict(json={"content": "x" * 16_001}), 400, "invalid_request"),
         (dict(json={"content": "x" * 300_000}), 413, "payload_too_large"),
         (dict(json={"content": "x", "namespace": "bob-main"}), 403, "forbidden"),
-        (dict(json={"content": "x", "depends_on": ["no-such-memory"]}), 400, "unknown_dependency"),
+        (dict(json={"content": "x", "depends_on": ["no-such-memory"]}), 404, "unknown_dependency"),
         (dict(json={"content": "x", "agent_id": "bob"}), 403, "forbidden"),
         (dict(json={"content": "x"}, headers={"Idempotency-Key": "bad key with spaces"}), 400, "invalid_request"),
     ]
