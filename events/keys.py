@@ -7,6 +7,11 @@ PREFIX = "zhiyi:"
 STREAM = PREFIX + "events"
 """The log: every event, in order. Never trimmed by the product."""
 
+EPOCH = PREFIX + "epoch"
+"""The log's identity: a random id created with the log (or adopted by a log written before epochs
+existed). Every append names the epoch it expects; projections record the one they were folded from,
+so a log wiped or replaced under a running zhiyi is noticed (`log_reset`), never silently restarted."""
+
 HLC_STATE = PREFIX + "hlc"
 """Hash {w, c}: the last wall ms and counter handed out by the append script."""
 
