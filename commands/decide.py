@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from commands.error_codes import ErrorCode
 from commands.errors import Conflict, Forbidden, InvalidCommand, NotFound
 from commands.model import (
     Actor, AddSynonyms, CommitMemory, CorrectMemory, DeleteMemory, DeprecateMemory, GiveFeedback, RegisterAgent,
@@ -66,8 +67,8 @@ def check_dependencies(actor: Actor, cmd: CommitMemory, known: dict[str, MemoryI
         idx = known.get(dep)
         if idx is None or idx.deleted or not actor.can_read(idx.namespace) \
                 or (idx.namespace.endswith(EPHEMERAL_SUFFIX) and idx.namespace not in actor.own_namespaces):
-            raise InvalidCommand(f"depends_on: unknown memory {dep}", {"field": "depends_on", "memory_id": dep},
-                                 code="unknown_dependency")
+            raise NotFound(f"depends_on: unknown memory {dep}", {"field": "depends_on", "memory_id": dep},
+                           code=ErrorCode.UNKNOWN_DEPENDENCY)
 
 
 def decide_commit(actor: Actor, cmd: CommitMemory, memory_id: str, known: dict[str, MemoryIndex]) -> Event:

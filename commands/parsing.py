@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from commands.error_codes import ErrorCode
 from commands.errors import InvalidCommand
 from commands.model import (
     AddSynonyms, BatchCommit, CommitMemory, CorrectMemory, DeleteMemory, DeprecateMemory, GiveFeedback, Limits,
@@ -22,6 +23,12 @@ AGENT_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 NAMESPACE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 MEMORY_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 IDEMPOTENCY_KEY_RE = re.compile(r"^[\x21-\x7e]{1,128}$")
+MAX_VERSION = 2**31 - 1
+CONTROL_CHARS_RE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# Ids the system acts as itself (the admin key, reactions, the scheduler, replicas): no agent may take them,
+# or its idempotency keys and events would share their space.
+RESERVED_AGENT_IDS = frozenset({"admin", "reaction", "scheduler", "system", "replica"})
+RESERVED_AGENT_PREFIX = "zhiyi"
 
 COMMIT_FIELDS = frozenset({"content", "category", "decay_class", "namespace", "tier", "kind", "source", "tags",
                            "depends_on", "agent_id"})
@@ -29,6 +36,20 @@ COMMIT_FIELDS = frozenset({"content", "category", "decay_class", "namespace", "t
 
 def _fail(field: str, message: str, **extra: Any) -> InvalidCommand:
     return InvalidCommand(f"{field}: {message}", {"field": field, **extra})
+
+
+def is_reserved_agent_id(agent_id: str) -> bool:
+    return agent_id in RESERVED_AGENT_IDS or agent_id.startswith(RESERVED_AGENT_PREFIX)
+
+
+def _present(body: dict, field: str) -> Any:
+    """The field's value, None when absent; an explicit JSON null is refused (the document has no nulls)."""
+    if field not in body:
+        return None
+    value = body[field]
+    if value is None:
+        raise _fail(field, "must not be null (leave the field out instead)")
+    return value
 
 
 def require_object(body: Any, what: str = "body") -> dict:
@@ -39,14 +60,14 @@ def require_object(body: Any, what: str = "body") -> dict:
 
 def opt_str(body: dict, field: str, *, max_chars: int, default: str | None = None,
             pattern: re.Pattern | None = None, choices: tuple[str, ...] | None = None) -> str | None:
-    value = body.get(field)
+    value = _present(body, field)
     if value is None:
         return default
     if not isinstance(value, str):
         raise _fail(field, "must be a string")
     if len(value) > max_chars:
         raise _fail(field, f"must be at most {max_chars} characters", limit=max_chars)
-    if pattern is not None and not pattern.match(value):
+    if pattern is not None and not pattern.fullmatch(value):
         raise _fail(field, f"has an invalid format (expected {pattern.pattern})")
     if choices is not None and value not in choices:
         raise _fail(field, f"must be one of {', '.join(choices)}", allowed=list(choices))
@@ -54,7 +75,7 @@ def opt_str(body: dict, field: str, *, max_chars: int, default: str | None = Non
 
 
 def opt_int(body: dict, field: str, *, minimum: int, maximum: int, default: int | None = None) -> int | None:
-    value = body.get(field)
+    value = _present(body, field)
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, int):
@@ -65,7 +86,7 @@ def opt_int(body: dict, field: str, *, minimum: int, maximum: int, default: int 
 
 
 def opt_float(body: dict, field: str, *, minimum: float, maximum: float) -> float | None:
-    value = body.get(field)
+    value = _present(body, field)
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -77,7 +98,7 @@ def opt_float(body: dict, field: str, *, minimum: float, maximum: float) -> floa
 
 def str_list(body: dict, field: str, *, max_items: int, max_chars: int,
              pattern: re.Pattern | None = None) -> tuple[str, ...]:
-    value = body.get(field)
+    value = _present(body, field)
     if value is None:
         return ()
     if not isinstance(value, list):
@@ -90,7 +111,7 @@ def str_list(body: dict, field: str, *, max_items: int, max_chars: int,
             raise _fail(field, f"item {i} must be a non-empty string")
         if len(item) > max_chars:
             raise _fail(field, f"item {i} must be at most {max_chars} characters", limit=max_chars)
-        if pattern is not None and not pattern.match(item):
+        if pattern is not None and not pattern.fullmatch(item):
             raise _fail(field, f"item {i} has an invalid format")
         if item not in out:
             out.append(item)
@@ -102,6 +123,10 @@ def parse_register(body: Any) -> RegisterAgent:
     agent_id = opt_str(body, "agent_id", max_chars=64, pattern=AGENT_ID_RE)
     if agent_id is None:
         raise _fail("agent_id", "is required")
+    if is_reserved_agent_id(agent_id):
+        raise InvalidCommand(f"agent_id: {agent_id} is reserved for the system "
+                             f"({', '.join(sorted(RESERVED_AGENT_IDS))} and ids starting with {RESERVED_AGENT_PREFIX})",
+                             {"field": "agent_id", "agent_id": agent_id}, code=ErrorCode.RESERVED_AGENT_ID)
     agent_type = opt_str(body, "agent_type", max_chars=64, default="generic") or "generic"
     namespace = opt_str(body, "namespace", max_chars=64, pattern=NAMESPACE_RE)
     return RegisterAgent(agent_id=agent_id, agent_type=agent_type, namespace=namespace)
@@ -130,7 +155,7 @@ def parse_commit(body: Any, limits: Limits) -> CommitMemory:
 
 def parse_batch(body: Any, limits: Limits) -> BatchCommit:
     body = require_object(body)
-    entries = body.get("entries")
+    entries = _present(body, "entries")
     if entries is None:
         raise _fail("entries", "is required")
     if not isinstance(entries, list):
@@ -149,11 +174,11 @@ def parse_batch(body: Any, limits: Limits) -> BatchCommit:
 
 
 def parse_delete(memory_id: str, body: dict) -> DeleteMemory:
-    if not MEMORY_ID_RE.match(memory_id or ""):
+    if not MEMORY_ID_RE.fullmatch(memory_id or ""):
         raise _fail("memory_id", "has an invalid format")
     return DeleteMemory(
         memory_id=memory_id,
-        expected_version=opt_int(body, "expected_version", minimum=1, maximum=2**31 - 1),
+        expected_version=opt_int(body, "expected_version", minimum=1, maximum=MAX_VERSION),
         reason=opt_str(body, "reason", max_chars=1_000, default="") or "",
     )
 
@@ -162,13 +187,13 @@ def _memory_id(body: dict) -> str:
     memory_id = opt_str(body, "memory_id", max_chars=128)
     if memory_id is None:
         raise _fail("memory_id", "is required")
-    if not MEMORY_ID_RE.match(memory_id):
+    if not MEMORY_ID_RE.fullmatch(memory_id):
         raise _fail("memory_id", "has an invalid format")
     return memory_id
 
 
 def _content(body: dict, limits: Limits) -> str:
-    content = body.get("content")
+    content = _present(body, "content")
     if content is None:
         raise _fail("content", "is required")
     if not isinstance(content, str):
@@ -200,7 +225,7 @@ def parse_deprecate(body: Any) -> DeprecateMemory:
     """POST /feedback/deprecate: {memory_id, reason, expected_version?}."""
     body = require_object(body)
     return DeprecateMemory(_memory_id(body), _reason(body, required=True),
-                           opt_int(body, "expected_version", minimum=1, maximum=2**31 - 1))
+                           opt_int(body, "expected_version", minimum=1, maximum=MAX_VERSION))
 
 
 def parse_correct(body: Any, limits: Limits) -> CorrectMemory:
@@ -210,7 +235,7 @@ def parse_correct(body: Any, limits: Limits) -> CorrectMemory:
         memory_id=_memory_id(body), content=_content(body, limits), reason=_reason(body, required=True),
         source=(opt_str(body, "source", max_chars=limits.max_source_chars) or "").strip(),
         trigger=(opt_str(body, "trigger", max_chars=200) or "").strip(),
-        expected_version=opt_int(body, "expected_version", minimum=1, maximum=2**31 - 1))
+        expected_version=opt_int(body, "expected_version", minimum=1, maximum=MAX_VERSION))
 
 
 def parse_add_synonyms(body: Any, limits: Limits) -> AddSynonyms:
@@ -222,8 +247,10 @@ def parse_add_synonyms(body: Any, limits: Limits) -> AddSynonyms:
     if "synonyms" not in body:
         raise _fail("synonyms", "is required")
     synonyms = str_list(body, "synonyms", max_items=limits.max_synonyms, max_chars=limits.max_synonym_chars)
+    if not synonyms:
+        raise _fail("synonyms", "must not be empty")
     for field, values in (("term", (term,)), ("synonyms", synonyms)):
-        if any(not ch.isprintable() for v in values for ch in v):
+        if any(CONTROL_CHARS_RE.search(v) for v in values):
             raise _fail(field, "must not contain control characters")
     namespace = opt_str(body, "namespace", max_chars=64, pattern=NAMESPACE_RE, default="shared") or "shared"
     return AddSynonyms(term.strip(), tuple(s.strip() for s in synonyms), namespace)
@@ -232,6 +259,6 @@ def parse_add_synonyms(body: Any, limits: Limits) -> AddSynonyms:
 def parse_idempotency_key(value: str | None) -> str | None:
     if value is None:
         return None
-    if not IDEMPOTENCY_KEY_RE.match(value):
+    if not IDEMPOTENCY_KEY_RE.fullmatch(value):
         raise _fail("Idempotency-Key", "must be 1-128 printable ASCII characters")
     return value

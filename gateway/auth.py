@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
+from commands.error_codes import ErrorCode
 from gateway.appkeys import COMMANDS, SETTINGS
 from gateway.errors import ApiError
 
@@ -28,14 +29,16 @@ async def auth_middleware(request: web.Request, handler) -> web.StreamResponse:
         return await handler(request)
     key = request.headers.get("X-API-Key")
     if not key:
-        raise ApiError(401, "unauthorized", "missing X-API-Key header")
+        raise ApiError(401, ErrorCode.UNAUTHORIZED, "missing X-API-Key header")
+    if not key.isascii():  # non-UTF-8 bytes arrive as surrogates: no key has them
+        raise ApiError(401, ErrorCode.UNAUTHORIZED, "invalid API key")
     admin_key = request.app[SETTINGS].api_key
     if admin_key and hmac.compare_digest(key.encode(), admin_key.encode()):
         request[PRINCIPAL] = Principal(True, None)
         return await handler(request)
     agent_id = await request.app[COMMANDS].agent_for_api_key(key)
     if agent_id is None:
-        raise ApiError(401, "unauthorized", "invalid API key")
+        raise ApiError(401, ErrorCode.UNAUTHORIZED, "invalid API key")
     request[PRINCIPAL] = Principal(False, agent_id)
     return await handler(request)
 
@@ -46,4 +49,4 @@ def principal(request: web.Request) -> Principal:
 
 def require_admin(request: web.Request) -> None:
     if not principal(request).is_admin:
-        raise ApiError(403, "admin_required", "this endpoint needs the admin API key")
+        raise ApiError(403, ErrorCode.ADMIN_REQUIRED, "this endpoint needs the admin API key")

@@ -6,6 +6,10 @@ from typing import Any
 
 from events.vocabulary import CATEGORIES, DECAY_CLASSES, KINDS, TIERS
 from gateway import openapi_eval, openapi_feedback, openapi_graph
+from gateway.openapi_fields import (
+    AFTER, AFTER_HEADER, AFTER_QUERY, AGENT_ACT, AGENT_QUERY, BOOLEAN, CONTENT, IDEMPOTENCY, LIMITS, MEMORY_ID,
+    NAMESPACE, NAMESPACES, NAMESPACES_CSV, NEW_AGENT_ID, POSITION, TAGS, VERSION, closed, query, query_int, text,
+)
 
 
 def _ref(name: str) -> dict:
@@ -18,55 +22,53 @@ def _json(schema: dict, description: str = "") -> dict:
 
 ERRORS = {code: {"$ref": f"#/components/responses/{name}"} for code, name in (
     ("400", "BadRequest"), ("401", "Unauthorized"), ("403", "Forbidden"), ("404", "NotFound"),
-    ("409", "Conflict"), ("413", "TooLarge"), ("422", "Unprocessable"), ("504", "ProjectionLag"))}
+    ("409", "Conflict"), ("413", "TooLarge"), ("422", "Unprocessable"), ("503", "Unavailable"),
+    ("504", "ProjectionLag"))}
 
 
 def _errors(*codes: str) -> dict:
-    return {c: ERRORS[c] for c in codes}
+    """The error answers of an operation: the listed ones plus 400 (unknown_field is possible
+    everywhere) and 503 (the log unreachable, reset, or a write's outcome unknown)."""
+    return {c: ERRORS[c] for c in sorted({"400", "503", *codes})}
 
-
-POSITION = {"type": "string", "pattern": r"^\d+-\d+$", "description": "Stream position (opaque; compare as (ms, seq))"}
 
 SCHEMAS: dict[str, Any] = {
     "Error": {"type": "object", "required": ["error"], "properties": {"error": {
         "type": "object", "required": ["code", "message", "details"],
         "properties": {"code": {"type": "string"}, "message": {"type": "string"}, "details": {"type": "object"}}}}},
-    "RegisterRequest": {"type": "object", "required": ["agent_id"], "properties": {
-        "agent_id": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"},
-        "agent_type": {"type": "string", "maxLength": 64},
-        "namespace": {"type": "string", "description": "main namespace (default <agent_id>-main)"}}},
+    "RegisterRequest": closed({
+        "agent_id": NEW_AGENT_ID, "agent_type": text(64, default="generic"),
+        "namespace": {**NAMESPACE, "description": "main namespace (default <agent_id>-main)"}}, "agent_id"),
     "RegisterResponse": {"type": "object", "properties": {
         "agent_id": {"type": "string"}, "api_key": {"type": "string", "description": "shown once; stored hashed"},
-        "namespaces": {"type": "array", "items": {"type": "string"}}, "ws_endpoint": {"type": "string"},
-        "position": POSITION}},
-    "Memory": {"type": "object", "required": ["content"], "properties": {
-        "content": {"type": "string", "minLength": 1, "maxLength": 16000},
+        "namespaces": {"type": "array", "items": {"type": "string"}}, "position": POSITION}},
+    "MemoryFields": {
+        "content": CONTENT,
         "category": {"type": "string", "enum": list(CATEGORIES), "default": "fact"},
         "decay_class": {"type": "string", "enum": list(DECAY_CLASSES),
                         "description": "defaulted from category when absent"},
-        "namespace": {"type": "string", "description": "own main/ephemeral namespace or shared; default own main"},
+        "namespace": {**NAMESPACE, "description": "own main/ephemeral namespace or shared; default own main"},
         "tier": {"type": "string", "enum": list(TIERS), "default": "normal"},
         "kind": {"type": "string", "enum": list(KINDS), "default": "L1"},
-        "source": {"type": "string", "maxLength": 128, "default": "agent_inference"},
-        "tags": {"type": "array", "items": {"type": "string", "maxLength": 64}, "maxItems": 32},
-        "depends_on": {"type": "array", "items": {"type": "string"}, "maxItems": 64},
-        "agent_id": {"type": "string", "description": "admin key only: the agent to act for"}}},
+        "source": text(LIMITS.max_source_chars, default="agent_inference"),
+        "tags": TAGS,
+        "depends_on": {"type": "array", "items": MEMORY_ID, "maxItems": LIMITS.max_depends_on,
+                       "description": "ids of stored memories (an unknown one: 404 unknown_dependency)"}},
     "CommitResponse": {"type": "object", "properties": {
         "memory_id": {"type": "string"}, "namespace": {"type": "string"}, "version": {"type": "integer"},
         "position": POSITION, "duplicate": {"type": "boolean"}}},
-    "BatchRequest": {"type": "object", "required": ["entries"], "properties": {
-        "entries": {"type": "array", "minItems": 1, "maxItems": 1000, "items": _ref("Memory")},
-        "agent_id": {"type": "string"}}},
+    "BatchRequest": closed({
+        "entries": {"type": "array", "minItems": 1, "maxItems": LIMITS.max_batch, "items": _ref("BatchEntry")},
+        "agent_id": AGENT_ACT}, "entries"),
     "BatchResponse": {"type": "object", "properties": {
         "results": {"type": "array", "items": {"type": "object", "properties": {
             "memory_id": {"type": "string"}, "position": POSITION}}},
         "position": POSITION, "duplicate": {"type": "boolean"}}},
-    "RecallRequest": {"type": "object", "required": ["query"], "properties": {
-        "query": {"type": "string", "minLength": 1, "maxLength": 2000},
-        "top_k": {"type": "integer", "minimum": 1, "maximum": 100, "default": 10},
-        "namespace": {"type": "string", "description": "narrow to one readable namespace"},
-        "include_namespaces": {"type": "array", "items": {"type": "string"},
-                               "description": "add other agents' -main namespaces (opt-in)"},
+    "RecallRequest": closed({
+        "query": text(LIMITS.max_query_chars, blank=False),
+        "top_k": {"type": "integer", "minimum": 1, "maximum": LIMITS.max_top_k, "default": 10},
+        "namespace": {**NAMESPACE, "description": "narrow to one readable namespace"},
+        "include_namespaces": {**NAMESPACES, "description": "add other agents' -main namespaces (opt-in)"},
         "min_score": {"type": "number", "minimum": -1, "maximum": 1,
                       "description": "drop results whose score is below this"},
         "diversity": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.5,
@@ -78,7 +80,7 @@ SCHEMAS: dict[str, Any] = {
                               "description": "weight of each memory's standing (importance, quality) in its "
                                              "score: relevance x (1 + w x (standing - 0.5)); 0 = relevance only"},
         "cache": {"type": "boolean", "default": True, "description": "use the search cache (TTL 1 h)"},
-        "after": POSITION, "agent_id": {"type": "string"}}},
+        "after": AFTER, "agent_id": AGENT_ACT}, "query"),
     "RecallResult": {"type": "object", "properties": {
         "memory_id": {"type": "string"}, "content": {"type": "string"}, "score": {"type": "number"},
         "namespace": {"type": "string"}, "category": {"type": "string"},
@@ -115,8 +117,8 @@ SCHEMAS: dict[str, Any] = {
     "DeleteResponse": {"type": "object", "properties": {
         "memory_id": {"type": "string"}, "version": {"type": "integer"}, "position": POSITION}},
     "Health": {"type": "object", "properties": {
-        "status": {"type": "string", "enum": ["ok", "degraded"]}, "redis": {"type": "boolean"},
-        "log": {"type": "object"}, "projectors": {"type": "object"}}},
+        "status": {"type": "string", "enum": ["ok", "degraded", "log_reset"]}, "redis": {"type": "boolean"},
+        "log": {"type": "object"}, "projections": {"type": "object"}, "projectors": {"type": "object"}}},
     "Stats": {"type": "object", "properties": {
         "memories": {"type": "object"}, "events": {"type": "object"}, "projectors": {"type": "object"}}},
 }
@@ -126,27 +128,22 @@ def _error_response(description: str) -> dict:
     return _json(_ref("Error"), description)
 
 
-IDEMPOTENCY = {"name": "Idempotency-Key", "in": "header", "required": False, "schema": {"type": "string", "maxLength": 128},
-               "description": "scoped per agent, kept 24 h; a repeat returns the original result (200), "
-                              "the same key with another body is refused (422)"}
-AFTER_HEADER = {"name": "X-Zhiyi-After", "in": "header", "required": False, "schema": POSITION}
+MEMORY = SCHEMAS.pop("MemoryFields")
+SCHEMAS["Memory"] = closed({**MEMORY, "agent_id": AGENT_ACT}, "content")
+SCHEMAS["BatchEntry"] = closed(MEMORY, "content")   # entries act as the batch's agent
+SCHEMAS["DeleteRequest"] = closed({"expected_version": {**VERSION, "description": "stale -> 409 version_conflict"},
+                                   "reason": text(LIMITS.max_reason_chars), "agent_id": AGENT_ACT})
 
 
 def openapi_document() -> dict:
     recall_params = [
-        {"name": "query", "in": "query", "required": True, "schema": {"type": "string"}},
-        {"name": "top_k", "in": "query", "schema": {"type": "integer"}},
-        {"name": "namespace", "in": "query", "schema": {"type": "string"}},
-        {"name": "include_namespaces", "in": "query", "schema": {"type": "string"},
-         "description": "comma-separated"},
-        {"name": "min_score", "in": "query", "schema": {"type": "number"}},
-        {"name": "diversity", "in": "query", "schema": {"type": "number", "minimum": 0, "maximum": 1}},
-        {"name": "context", "in": "query", "schema": {"type": "number", "minimum": 0, "maximum": 1}},
-        {"name": "importance_weight", "in": "query", "schema": {"type": "number", "minimum": 0, "maximum": 1}},
-        {"name": "cache", "in": "query", "schema": {"type": "boolean"}},
-        {"name": "after", "in": "query", "schema": POSITION},
-        {"name": "agent_id", "in": "query", "schema": {"type": "string"}},
-        AFTER_HEADER,
+        query("query", text(LIMITS.max_query_chars, blank=False), required=True),
+        query_int("top_k", 1, LIMITS.max_top_k, 10),
+        query("namespace", NAMESPACE), query("include_namespaces", NAMESPACES_CSV),
+        query("min_score", {"type": "number", "minimum": -1, "maximum": 1}),
+        *(query(name, {"type": "number", "minimum": 0, "maximum": 1})
+          for name in ("diversity", "context", "importance_weight")),
+        query("cache", BOOLEAN), AFTER_QUERY, AGENT_QUERY, AFTER_HEADER,
     ]
     return {
         "openapi": "3.1.0",
@@ -157,15 +154,17 @@ def openapi_document() -> dict:
         "security": [{"ApiKey": []}],
         "paths": {
             "/health": {"get": {"summary": "Health: Redis reachability, projector positions and lag",
-                                "security": [], "responses": {"200": _json(_ref("Health")),
-                                                              "503": _json(_ref("Health"), "Redis unreachable")}}},
+                                "security": [], "responses": {
+                                    "200": _json(_ref("Health")),
+                                    "503": _error_response("Redis unreachable (unavailable) or the log was reset "
+                                                           "(log_reset); the health document is in details")}}},
             "/api/v1/openapi.json": {"get": {"summary": "This document", "security": [],
                                              "responses": {"200": {"description": "OpenAPI document"}}}},
             "/api/v1/agents/register": {"post": {
                 "summary": "Register an agent (admin key); its API key works at once",
                 "requestBody": {"required": True, "content": {"application/json": {"schema": _ref("RegisterRequest")}}},
                 "responses": {"201": _json(_ref("RegisterResponse"), "Registered"),
-                              **_errors("400", "401", "403", "409")}}},
+                              **_errors("400", "401", "403", "409", "413", "422")}}},
             "/api/v1/commit": {"post": {
                 "summary": "Store a finished memory", "parameters": [IDEMPOTENCY],
                 "requestBody": {"required": True, "content": {"application/json": {"schema": _ref("Memory")}}},
@@ -181,31 +180,31 @@ def openapi_document() -> dict:
                               **_errors("400", "401", "403", "404", "413", "422")}}},
             "/api/v1/recall": {
                 "post": {"summary": "Recall memories by meaning",
-                         "parameters": [AFTER_HEADER],
+                         "parameters": [AFTER_QUERY, AFTER_HEADER],
                          "requestBody": {"required": True,
                                          "content": {"application/json": {"schema": _ref("RecallRequest")}}},
                          "responses": {"200": _json(_ref("RecallResponse")),
-                                       **_errors("400", "401", "403", "404", "504")}},
+                                       **_errors("400", "401", "403", "404", "413", "504")}},
                 "get": {"summary": "Recall memories by meaning (query parameters)", "parameters": recall_params,
                         "responses": {"200": _json(_ref("RecallResponse")),
                                       **_errors("400", "401", "403", "404", "504")}}},
             "/api/v1/bootstrap": {"get": {
                 "summary": "About ten core facts for a cold-starting agent (tier=core first, then importance)",
-                "parameters": [{"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1,
-                                                                            "maximum": 50, "default": 10}},
-                               {"name": "agent_id", "in": "query", "schema": {"type": "string"}},
-                               {"name": "after", "in": "query", "schema": POSITION}, AFTER_HEADER],
+                "parameters": [query_int("limit", 1, 50, 10), AGENT_QUERY, AFTER_QUERY, AFTER_HEADER],
                 "responses": {"200": _json(_ref("BootstrapResponse")), **_errors("400", "401", "403", "404", "504")}}},
             "/api/v1/distilled/{memory_id}": {"delete": {
-                "summary": "Soft-delete a memory",
-                "parameters": [{"name": "memory_id", "in": "path", "required": True, "schema": {"type": "string"}},
-                               {"name": "expected_version", "in": "query", "schema": {"type": "integer"}},
-                               {"name": "agent_id", "in": "query", "schema": {"type": "string"}}],
-                "responses": {"200": _json(_ref("DeleteResponse")), **_errors("400", "401", "403", "404", "409")}}},
-            "/api/v1/stats": {"get": {"summary": "Memories per namespace, events in the log, projector positions",
-                                      "parameters": [{"name": "after", "in": "query", "schema": POSITION},
-                                                     AFTER_HEADER],
-                                      "responses": {"200": _json(_ref("Stats")), **_errors("400", "401", "504")}}},
+                "summary": "Soft-delete a memory (expected_version, reason and agent_id in the query or a JSON body)",
+                "parameters": [{"name": "memory_id", "in": "path", "required": True, "schema": MEMORY_ID},
+                               query("expected_version", VERSION), AGENT_QUERY],
+                "requestBody": {"required": False,
+                                "content": {"application/json": {"schema": _ref("DeleteRequest")}}},
+                "responses": {"200": _json(_ref("DeleteResponse")),
+                              **_errors("400", "401", "403", "404", "409", "413")}}},
+            "/api/v1/stats": {"get": {"summary": "Memories per namespace (an agent key: the namespaces it may read), "
+                                                 "events in the log, projector positions",
+                                      "parameters": [AFTER_QUERY, AFTER_HEADER],
+                                      "responses": {"200": _json(_ref("Stats")),
+                                                    **_errors("400", "401", "404", "504")}}},
             **openapi_eval.PATHS,
             **openapi_feedback.PATHS,
             **openapi_graph.PATHS,
@@ -214,15 +213,19 @@ def openapi_document() -> dict:
             "securitySchemes": {"ApiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"}},
             "schemas": {**SCHEMAS, **openapi_eval.SCHEMAS, **openapi_feedback.SCHEMAS, **openapi_graph.SCHEMAS},
             "responses": {
-                "BadRequest": _error_response("Malformed JSON, wrong types, missing fields, or admin write "
-                                              "without agent_id"),
+                "BadRequest": _error_response("Malformed JSON, wrong types, missing or unknown fields "
+                                              "(unknown_field), or admin write without agent_id"),
                 "Unauthorized": _error_response("Missing or invalid X-API-Key"),
                 "Forbidden": _error_response("Not allowed for this key or namespace"),
                 "NotFound": _error_response("Unknown memory or agent"),
                 "Conflict": _error_response("Stale expected_version or already registered"),
                 "TooLarge": _error_response("Request body too large"),
-                "Unprocessable": _error_response("Idempotency-Key reused with another body"),
+                "Unprocessable": _error_response("Idempotency-Key reused with another body, or a graph query "
+                                                 "that does not parse (invalid_query)"),
                 "ProjectionLag": _error_response("Projections did not reach `after` in time"),
+                "Unavailable": _error_response("The event log is unreachable (unavailable), was reset (log_reset), "
+                                               "or a write's outcome is unknown (outcome_unknown: retry with "
+                                               "the same Idempotency-Key)"),
             },
         },
     }

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-POSITION = {"type": "string", "pattern": r"^\d+-\d+$", "description": "Stream position (opaque; compare as (ms, seq))"}
+from commands.evaluation import GOLDEN_ID_RE, MAX_EXPECTED, MAX_GENERATED
+from gateway.openapi_fields import (
+    AFTER, AFTER_HEADER, AFTER_QUERY, AGENT_ID, LIMITS, MEMORY_ID, NAMESPACE, POSITION, closed, query, query_int, text,
+)
+from projections.queries.evaluation import MAX_QUERIES
 _STR_LIST = {"type": "array", "items": {"type": "string"}}
 _SCORES = {"type": "object", "additionalProperties": {"type": "number"}}
 
@@ -19,9 +23,10 @@ def _json(schema: dict, description: str = "OK") -> dict:
 
 
 def _errors(*codes: str) -> dict:
+    """The listed error answers plus 400 (unknown_field is possible everywhere) and 503."""
     names = {"400": "BadRequest", "401": "Unauthorized", "403": "Forbidden", "404": "NotFound", "409": "Conflict",
-             "504": "ProjectionLag"}
-    return {c: {"$ref": f"#/components/responses/{names[c]}"} for c in codes}
+             "413": "TooLarge", "422": "Unprocessable", "503": "Unavailable", "504": "ProjectionLag"}
+    return {c: {"$ref": f"#/components/responses/{names[c]}"} for c in sorted({"400", "503", *codes})}
 
 
 def _body(name: str, required: bool = True) -> dict:
@@ -29,26 +34,29 @@ def _body(name: str, required: bool = True) -> dict:
 
 
 SCHEMAS: dict[str, Any] = {
-    "SynonymsRequest": {"type": "object", "required": ["term", "synonyms"], "properties": {
-        "term": {"type": "string", "minLength": 1, "maxLength": 64},
-        "synonyms": {"type": "array", "minItems": 1, "maxItems": 32, "items": {"type": "string", "maxLength": 64},
+    "SynonymsRequest": closed({
+        "term": text(LIMITS.max_synonym_chars, blank=False, control=False),
+        "synonyms": {"type": "array", "minItems": 1, "maxItems": LIMITS.max_synonyms,
+                     "items": text(LIMITS.max_synonym_chars, blank=False, control=False),
                      "description": "term and synonyms become mutually synonymous (one symmetric group)"},
-        "namespace": {"type": "string", "default": "shared"}}},
+        "namespace": {**NAMESPACE, "default": "shared"}}, "term", "synonyms"),
     "SynonymsAdded": {"type": "object", "properties": {
         "term": {"type": "string"}, "synonyms": _STR_LIST, "namespace": {"type": "string"}, "position": POSITION}},
     "SynonymsList": {"type": "object", "properties": {
         "synonyms": {"type": "array", "items": _ref("SynonymsAdded")}, "total": {"type": "integer"},
         "position": POSITION}},
-    "EvalQuery": {"type": "object", "required": ["query", "expected_ids"], "properties": {
-        "query": {"type": "string", "minLength": 1, "maxLength": 2000},
-        "expected_ids": {"type": "array", "minItems": 1, "maxItems": 100, "items": {"type": "string"}},
-        "tag": {"type": "string", "maxLength": 64}, "agent_id": {"type": "string"},
-        "difficulty": {"type": "string", "enum": ["easy", "medium", "hard"]}}},
-    "EvalRunRequest": {"type": "object", "description": "queries, or golden_set_id, or neither (the latest "
-                                                        "golden set)", "properties": {
-        "queries": {"type": "array", "minItems": 1, "maxItems": 1000, "items": _ref("EvalQuery")},
-        "golden_set_id": {"type": "string"}, "top_k": {"type": "integer", "minimum": 1, "maximum": 100, "default": 5},
-        "namespace": {"type": "string"}, "after": POSITION}},
+    "EvalQuery": closed({
+        "query": text(LIMITS.max_query_chars, blank=False),
+        "expected_ids": {"type": "array", "minItems": 1, "maxItems": MAX_EXPECTED, "items": MEMORY_ID},
+        "tag": text(64), "agent_id": AGENT_ID,
+        "difficulty": {"type": "string", "enum": ["easy", "medium", "hard"]}}, "query", "expected_ids"),
+    "EvalRunRequest": closed({
+        "queries": {"type": "array", "minItems": 1, "maxItems": MAX_QUERIES, "items": _ref("EvalQuery")},
+        "golden_set_id": {"type": "string", "pattern": GOLDEN_ID_RE.pattern},
+        "top_k": {"type": "integer", "minimum": 1, "maximum": LIMITS.max_top_k, "default": 5},
+        "namespace": NAMESPACE, "after": AFTER},
+        description="queries, or golden_set_id, or neither (the latest golden set)",
+        **{"not": {"required": ["queries", "golden_set_id"]}}),
     "EvalReport": {"type": "object", "properties": {
         "recall_at_5": {"type": "number"}, "precision_at_5": {"type": "number"},
         "mean_reciprocal_rank": {"type": "number"}, "recall_at_k": {"type": "number"},
@@ -60,10 +68,10 @@ SCHEMAS: dict[str, Any] = {
             "reciprocal_rank": {"type": "number"}, "returned": _STR_LIST}}},
         "queries": {"type": "integer"}, "top_k": {"type": "integer"},
         "golden_set_id": {"type": ["string", "null"]}, "position": POSITION}},
-    "GenerateRequest": {"type": "object", "properties": {
-        "n": {"type": "integer", "minimum": 1, "maximum": 200, "default": 12},
-        "seed": {"type": "integer", "minimum": 0, "description": "default: from the log position"},
-        "namespace": {"type": "string"}, "after": POSITION}},
+    "GenerateRequest": closed({
+        "n": {"type": "integer", "minimum": 1, "maximum": MAX_GENERATED, "default": 12},
+        "seed": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1, "description": "default: from the log position"},
+        "namespace": NAMESPACE, "after": AFTER}),
     "GoldenSet": {"type": "object", "properties": {
         "golden_set_id": {"type": "string"}, "queries": {"type": "array", "items": _ref("EvalQuery")},
         "position": POSITION, "generator": {"type": "string"}, "seed": {"type": "integer"},
@@ -80,23 +88,21 @@ SCHEMAS: dict[str, Any] = {
 PATHS: dict[str, Any] = {
     "/api/v1/admin/synonyms": {
         "post": {"summary": "Add a symmetric synonym group (admin key)", "requestBody": _body("SynonymsRequest"),
-                 "responses": {"201": _json(_ref("SynonymsAdded"), "Added"), **_errors("400", "401", "403")}},
+                 "responses": {"201": _json(_ref("SynonymsAdded"), "Added"), **_errors("400", "401", "403", "413")}},
         "get": {"summary": "List synonym additions, oldest first (admin key)", "parameters": [
-            {"name": "namespace", "in": "query", "schema": {"type": "string"}},
-            {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 10000}},
-            {"name": "after", "in": "query", "schema": POSITION}],
+            query("namespace", NAMESPACE), query_int("limit", 1, 10_000, 1_000), AFTER_QUERY, AFTER_HEADER],
             "responses": {"200": _json(_ref("SynonymsList")), **_errors("400", "401", "403", "504")}}},
     "/api/v1/eval/run": {"post": {
         "summary": "Run golden queries through recall: recall@5, precision@5, MRR (admin key, or an agent key "
                    "for its own scope); appends eval.completed",
-        "requestBody": _body("EvalRunRequest", required=False),
-        "responses": {"200": _json(_ref("EvalReport")), **_errors("400", "401", "403", "404", "504")}}},
+        "parameters": [AFTER_QUERY, AFTER_HEADER], "requestBody": _body("EvalRunRequest", required=False),
+        "responses": {"200": _json(_ref("EvalReport")), **_errors("400", "401", "403", "404", "413", "504")}}},
     "/api/v1/eval/generate": {"post": {
         "summary": "Build a rule-based golden set from stored memories (admin key)",
-        "requestBody": _body("GenerateRequest", required=False),
-        "responses": {"201": _json(_ref("GoldenSet"), "Created"), **_errors("400", "401", "403", "404", "504")}}},
+        "parameters": [AFTER_QUERY, AFTER_HEADER], "requestBody": _body("GenerateRequest", required=False),
+        "responses": {"201": _json(_ref("GoldenSet"), "Created"), **_errors("400", "401", "403", "404", "413", "504")}}},
     "/api/v1/eval/history": {"get": {
         "summary": "Evaluation runs, newest first, with the delta and a regression flag (an agent key sees its own)",
-        "parameters": [{"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000}}],
+        "parameters": [query_int("limit", 1, 1000, 20)],
         "responses": {"200": _json(_ref("EvalHistory")), **_errors("400", "401")}}},
 }

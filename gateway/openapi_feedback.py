@@ -5,27 +5,34 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.openapi_eval import POSITION, _body, _errors, _json, _ref
+from gateway.handlers.admin import MAX_CAPACITY
+from gateway.handlers.tombstones import DEFAULT_LIMIT, MAX_OFFSET
+from gateway.openapi_eval import _body, _errors, _json, _ref
+from gateway.openapi_fields import (
+    AFTER_HEADER, AFTER_QUERY, AGENT_ACT, AGENT_QUERY, BOOLEAN, CONTENT, LIMITS, MEMORY_ID, NAMESPACE, POSITION,
+    VERSION, closed, query, query_int, text,
+)
+from projections.queries.tombstones import MAX_LIMIT as MAX_TOMBSTONES
 
-_MEMORY_ID = {"type": "string", "maxLength": 128}
-_AGENT = {"type": "string", "description": "admin key only: the agent to act for"}
+_MEMORY_ID = MEMORY_ID
+_AGENT = AGENT_ACT
+_REASON = text(LIMITS.max_reason_chars)
+_REASON_REQUIRED = text(LIMITS.max_reason_chars, blank=False)
 
 SCHEMAS: dict[str, Any] = {
-    "FeedbackRequest": {"type": "object", "required": ["memory_id"], "properties": {
-        "memory_id": _MEMORY_ID, "reason": {"type": "string", "maxLength": 1000}, "agent_id": _AGENT}},
+    "FeedbackRequest": closed({"memory_id": _MEMORY_ID, "reason": _REASON, "agent_id": _AGENT}, "memory_id"),
     "FeedbackResponse": {"type": "object", "properties": {
         "memory_id": {"type": "string"}, "verdict": {"type": "string", "enum": ["useful", "not_useful"]},
         "position": POSITION}},
-    "DeprecateRequest": {"type": "object", "required": ["memory_id", "reason"], "properties": {
-        "memory_id": _MEMORY_ID, "reason": {"type": "string", "minLength": 1, "maxLength": 1000},
-        "expected_version": {"type": "integer", "minimum": 1}, "agent_id": _AGENT}},
-    "CorrectRequest": {"type": "object", "required": ["memory_id", "content", "reason"], "properties": {
-        "memory_id": _MEMORY_ID, "content": {"type": "string", "minLength": 1, "maxLength": 16000},
-        "reason": {"type": "string", "minLength": 1, "maxLength": 1000},
-        "source": {"type": "string", "description": "where the correction comes from (seed 3.3.3 trust weights)"},
-        "trigger": {"type": "string", "maxLength": 200, "description": "what made it change"},
-        "expected_version": {"type": "integer", "minimum": 1, "description": "stale -> 409 version_conflict"},
-        "agent_id": _AGENT}},
+    "DeprecateRequest": closed({"memory_id": _MEMORY_ID, "reason": _REASON_REQUIRED, "expected_version": VERSION,
+                                "agent_id": _AGENT}, "memory_id", "reason"),
+    "CorrectRequest": closed({
+        "memory_id": _MEMORY_ID, "content": CONTENT, "reason": _REASON_REQUIRED,
+        "source": text(LIMITS.max_source_chars, description="where the correction comes from (seed 3.3.3 trust "
+                                                            "weights)"),
+        "trigger": text(200, description="what made it change"),
+        "expected_version": {**VERSION, "description": "stale -> 409 version_conflict"},
+        "agent_id": _AGENT}, "memory_id", "content", "reason"),
     "VersionedResponse": {"type": "object", "properties": {
         "memory_id": {"type": "string"}, "version": {"type": "integer"}, "position": POSITION}},
     "VersionsResponse": {"type": "object", "properties": {
@@ -49,20 +56,21 @@ SCHEMAS: dict[str, Any] = {
             "timestamp": {"type": "string"}}}}}},
 }
 
-SCHEMAS["ForgetRequest"] = {"type": "object", "properties": {
-    "capacity": {"type": "integer", "minimum": 1, "description": "live memories per namespace (default "
-                 "ZHIYI_FORGET_CAPACITY, 10000)"},
-    "namespace": {"type": "string", "description": "only this namespace"},
-    "dry_run": {"type": "boolean", "default": False, "description": "answer the plan, append nothing"}}}
+SCHEMAS["ForgetRequest"] = closed({
+    "capacity": {"type": "integer", "minimum": 1, "maximum": MAX_CAPACITY,
+                 "description": "live memories per namespace (default ZHIYI_FORGET_CAPACITY, 10000)"},
+    "namespace": {**NAMESPACE, "description": "only this namespace"},
+    "dry_run": {**BOOLEAN, "default": False, "description": "answer the plan, append nothing"}})
 SCHEMAS["ForgetResponse"] = {"type": "object", "properties": {
     "forgotten": {"type": "array", "items": {"type": "object", "properties": {
         "memory_id": {"type": "string"}, "namespace": {"type": "string"},
         "reason": {"type": "string", "enum": ["quality_low", "deprecated", "lru"]}}}},
     "count": {"type": "integer"}, "capacity": {"type": "integer"}, "dry_run": {"type": "boolean"},
     "position": {"type": "string", "description": "of the last memory.forgotten ('' when none)"}}}
-SCHEMAS["TickRequest"] = {"type": "object", "properties": {
-    "capacity": {"type": "integer", "minimum": 1, "description": "for the forget run (default ZHIYI_FORGET_CAPACITY)"},
-    "dry_run": {"type": "boolean", "default": False, "description": "answer what would be decided, append nothing"}}}
+SCHEMAS["TickRequest"] = closed({
+    "capacity": {"type": "integer", "minimum": 1, "maximum": MAX_CAPACITY,
+                 "description": "for the forget run (default ZHIYI_FORGET_CAPACITY)"},
+    "dry_run": {**BOOLEAN, "default": False, "description": "answer what would be decided, append nothing"}})
 _DUE = {"type": "array", "items": {"type": "object", "properties": {
     "memory_id": {"type": "string"}, "namespace": {"type": "string"}, "reason": {"type": "string"}}}}
 SCHEMAS["TickResponse"] = {"type": "object", "properties": {
@@ -94,20 +102,16 @@ SCHEMAS["TombstonesResponse"] = {"type": "object", "properties": {
     "position": {"type": ["string", "null"], "description": "the tombstones projection's checkpoint"}}}
 
 _TOMBSTONE_QUERY = [
-    {"name": "namespace", "in": "query", "schema": {"type": "string"}},
-    {"name": "memory_id", "in": "query", "schema": _MEMORY_ID, "description": "the evicted memory's id"},
-    {"name": "reason", "in": "query", "schema": {"type": "string", "enum": ["quality_low", "deprecated", "lru",
-                                                                            "merged"]}},
-    {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}},
-    {"name": "offset", "in": "query", "schema": {"type": "integer", "minimum": 0, "default": 0}},
-    {"name": "after", "in": "query", "schema": POSITION},
-    {"name": "X-Zhiyi-After", "in": "header", "required": False, "schema": POSITION}]
+    query("namespace", NAMESPACE), query("memory_id", _MEMORY_ID, description="the evicted memory's id"),
+    query("reason", {"type": "string", "enum": ["quality_low", "deprecated", "lru", "merged"]}),
+    query_int("limit", 1, MAX_TOMBSTONES, DEFAULT_LIMIT), query_int("offset", 0, MAX_OFFSET, 0),
+    AFTER_QUERY, AFTER_HEADER]
 
 PATHS: dict[str, Any] = {
     "/api/v1/admin/tick": {"post": {
         "summary": "Scheduler run now (admin): 7-day quality deadline, 180-day stale rule, forget run, graph prune",
         "requestBody": _body("TickRequest", required=False),
-        "responses": {"200": _json(_ref("TickResponse")), **_errors("400", "401", "403", "409", "504")}}},
+        "responses": {"200": _json(_ref("TickResponse")), **_errors("400", "401", "403", "409", "413", "504")}}},
     "/api/v1/admin/tombstones": {"get": {
         "summary": "Tombstones (admin): memories evicted by forget runs, with their content at eviction",
         "parameters": _TOMBSTONE_QUERY,
@@ -115,25 +119,24 @@ PATHS: dict[str, Any] = {
     "/api/v1/admin/forget": {"post": {
         "summary": "Forget run (admin): quality_low, deprecated, then LRU above the per-namespace capacity",
         "requestBody": _body("ForgetRequest", required=False),
-        "responses": {"200": _json(_ref("ForgetResponse")), **_errors("400", "401", "403", "409", "504")}}},
+        "responses": {"200": _json(_ref("ForgetResponse")), **_errors("400", "401", "403", "409", "413", "504")}}},
     "/api/v1/feedback/useful": {"post": {
         "summary": "The memory helped (counted; the version stays)", "requestBody": _body("FeedbackRequest"),
-        "responses": {"201": _json(_ref("FeedbackResponse"), "Recorded"), **_errors("400", "401", "403", "404")}}},
+        "responses": {"201": _json(_ref("FeedbackResponse"), "Recorded"), **_errors("400", "401", "403", "404", "413")}}},
     "/api/v1/feedback/not-useful": {"post": {
         "summary": "The memory did not help (counted, with an optional reason)", "requestBody": _body("FeedbackRequest"),
-        "responses": {"201": _json(_ref("FeedbackResponse"), "Recorded"), **_errors("400", "401", "403", "404")}}},
+        "responses": {"201": _json(_ref("FeedbackResponse"), "Recorded"), **_errors("400", "401", "403", "404", "413")}}},
     "/api/v1/feedback/deprecate": {"post": {
         "summary": "Mark a memory outdated (a new version; the next forget run moves it to the tombstones)",
         "requestBody": _body("DeprecateRequest"),
-        "responses": {"200": _json(_ref("VersionedResponse")), **_errors("400", "401", "403", "404", "409")}}},
+        "responses": {"200": _json(_ref("VersionedResponse")), **_errors("400", "401", "403", "404", "409", "413")}}},
     "/api/v1/feedback/correct": {"post": {
         "summary": "Correct a memory's content: a new version with reason, source and trigger",
         "requestBody": _body("CorrectRequest"),
-        "responses": {"200": _json(_ref("VersionedResponse")), **_errors("400", "401", "403", "404", "409")}}},
+        "responses": {"200": _json(_ref("VersionedResponse")), **_errors("400", "401", "403", "404", "409", "413")}}},
     "/api/v1/memory/{memory_id}/versions": {"get": {
         "summary": "The provenance chain of a memory: every version, oldest first",
         "parameters": [{"name": "memory_id", "in": "path", "required": True, "schema": _MEMORY_ID},
-                       {"name": "after", "in": "query", "schema": POSITION},
-                       {"name": "agent_id", "in": "query", "schema": {"type": "string"}}],
+                       AFTER_QUERY, AGENT_QUERY, AFTER_HEADER],
         "responses": {"200": _json(_ref("VersionsResponse")), **_errors("400", "401", "403", "404", "504")}}},
 }

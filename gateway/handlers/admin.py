@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from commands.error_codes import ErrorCode
 from commands.parsing import NAMESPACE_RE, opt_int, opt_str, require_object
 from commands.scheduler import READS, SchedulerLag
 from events.hlc import iso_from_ms
@@ -19,12 +20,12 @@ MAX_CAPACITY = 10_000_000
 def _dry_run(body: dict) -> bool:
     dry_run = body.get("dry_run", False)
     if not isinstance(dry_run, bool):
-        raise ApiError(400, "invalid_request", "dry_run: must be a boolean", {"field": "dry_run"})
+        raise ApiError(400, ErrorCode.INVALID_REQUEST, "dry_run: must be a boolean", {"field": "dry_run"})
     return dry_run
 
 
 def _lag(exc: SchedulerLag) -> ApiError:
-    return ApiError(504, "projection_lag", "the projections are behind the log; retry",
+    return ApiError(504, ErrorCode.PROJECTION_LAG, "the projections are behind the log; retry",
                     {"after": exc.position, "projections": READS})
 
 

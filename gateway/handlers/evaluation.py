@@ -10,13 +10,13 @@ from commands.evaluation import EvalRun, ScopeOf, parse_generate, parse_run
 from commands.handlers import CommandService
 from gateway.appkeys import COMMANDS, EVAL, SETTINGS, STORE
 from gateway.auth import principal, require_admin
-from gateway.errors import ApiError
 from gateway.handlers.recall import resolve_scope
-from gateway.requests import after_param, json_body, json_response, wait_for_projections
+from gateway.requests import after_param, json_body, json_response, query_int, wait_for_projections
 from projections.queries.eval_log import history as eval_history
 
 READS = ["memories"]
 MAX_HISTORY = 1000
+DEFAULT_HISTORY = 20
 
 
 def scope_resolver(commands: CommandService, namespace: str | None, *, agent_key: str | None) -> ScopeOf:
@@ -59,11 +59,9 @@ async def generate(request: web.Request) -> web.Response:
 
 
 async def history(request: web.Request) -> web.Response:
-    raw = request.query.get("limit", "20")
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_HISTORY:
-        raise ApiError(400, "invalid_request", f"limit: must be an integer in 1..{MAX_HISTORY}", {"field": "limit"})
+    limit = query_int(request, "limit", default=DEFAULT_HISTORY, minimum=1, maximum=MAX_HISTORY) or DEFAULT_HISTORY
     who = principal(request)
-    return json_response(await eval_history(request.app[STORE], int(raw),
+    return json_response(await eval_history(request.app[STORE], limit,
                                             agent=None if who.is_admin else who.agent_id))
 
 

@@ -7,6 +7,7 @@ import asyncio
 
 from aiohttp import web
 
+from commands.error_codes import ErrorCode
 from commands.parsing import MEMORY_ID_RE, parse_correct, parse_deprecate, parse_feedback
 from events.vocabulary import EPHEMERAL_SUFFIX
 from gateway.appkeys import ACTIVITY, CLOCK, COMMANDS, READER, SETTINGS
@@ -45,8 +46,8 @@ async def correct(request: web.Request) -> web.Response:
 async def versions(request: web.Request) -> web.Response:
     """Every version of a memory, oldest first: content, who, why, from where, what triggered it."""
     memory_id = request.match_info["memory_id"]
-    if not MEMORY_ID_RE.match(memory_id):
-        raise ApiError(400, "invalid_request", "memory_id: has an invalid format", {"field": "memory_id"})
+    if not MEMORY_ID_RE.fullmatch(memory_id):
+        raise ApiError(400, ErrorCode.INVALID_REQUEST, "memory_id: has an invalid format", {"field": "memory_id"})
     body = dict(request.query)
     actor = await acting_agent(request, body, required=False)
     await wait_for_projections(request, after_param(request, body), ["memories", "activity"])
@@ -55,7 +56,7 @@ async def versions(request: web.Request) -> web.Response:
     hidden = row is None or (actor is not None and (
         not actor.can_read(ns) or (ns.endswith(EPHEMERAL_SUFFIX) and ns not in actor.own_namespaces)))
     if hidden:
-        raise ApiError(404, "not_found", f"memory {memory_id} not found", {"memory_id": memory_id})
+        raise ApiError(404, ErrorCode.NOT_FOUND, f"memory {memory_id} not found", {"memory_id": memory_id})
     recalls, last_recalled = (await asyncio.to_thread(request.app[ACTIVITY].recalls, [memory_id])).get(memory_id, (0, ""))
     derived = scores_of(row, request.app[CLOCK].now_ms(), recalls, last_recalled)
     return json_response({

@@ -8,10 +8,11 @@ import asyncio
 
 from aiohttp import web
 
+from commands.error_codes import ErrorCode
 from commands.parsing import NAMESPACE_RE, opt_int, opt_str, require_object, str_list
 from gateway.appkeys import GRAPH, SETTINGS
 from gateway.errors import ApiError
-from gateway.handlers.recall import resolve_scope
+from gateway.handlers.recall import namespaces_param, resolve_scope
 from gateway.requests import acting_agent, after_param, json_body, json_response, wait_for_projections
 from projections.queries.graph_navigate import GraphNotFound, navigate as navigate_paths
 from projections.queries.graph_query import GraphQueryError, parse, run
@@ -40,8 +41,7 @@ async def stats(request: web.Request) -> web.Response:
     """Nodes, edges, density, by type and by namespace, over the graphs the caller may read."""
     body = dict(request.query)
     if "include_namespaces" in body:
-        body["include_namespaces"] = [ns for v in request.query.getall("include_namespaces")
-                                      for ns in v.split(",") if ns]
+        body["include_namespaces"] = namespaces_param(request)
     scope = await _scope(request, body)
     await wait_for_projections(request, after_param(request, body), READS)
     out = await asyncio.to_thread(request.app[GRAPH].stats, scope)
@@ -57,7 +57,7 @@ async def navigate(request: web.Request) -> web.Response:
     target = opt_str(body, "target", max_chars=NODE_ID_MAX)
     for name, value in (("source", source), ("target", target)):
         if not value:
-            raise ApiError(400, "invalid_request", f"{name}: is required", {"field": name})
+            raise ApiError(400, ErrorCode.INVALID_REQUEST, f"{name}: is required", {"field": name})
     max_hops = opt_int(body, "max_hops", minimum=1, maximum=3, default=3)
     scope = await _scope(request, body)
     await wait_for_projections(request, after_param(request, body), READS)
@@ -66,10 +66,10 @@ async def navigate(request: web.Request) -> web.Response:
         paths = await asyncio.to_thread(request.app[GRAPH].with_connection,
                                         lambda conn: navigate_paths(conn, source, target, namespaces, max_hops), None)
     except GraphNotFound as exc:
-        raise ApiError(404, "not_found", f"node {exc.args[0] if exc.args else ''} not found",
+        raise ApiError(404, ErrorCode.NOT_FOUND, f"node {exc.args[0] if exc.args else ''} not found",
                        {"node": exc.args[0] if exc.args else ""}) from None
     if paths is None:  # no graph yet
-        raise ApiError(404, "not_found", f"node {source} not found", {"node": source})
+        raise ApiError(404, ErrorCode.NOT_FOUND, f"node {source} not found", {"node": source})
     return json_response({"paths": [{"nodes": list(p.nodes), "edges": list(p.edges), "score": round(p.score, 6)}
                                     for p in paths]})
 
@@ -80,11 +80,11 @@ async def query(request: web.Request) -> web.Response:
     body = require_object(body)
     text = opt_str(body, "query", max_chars=QUERY_MAX)
     if not text or not text.strip():
-        raise ApiError(400, "invalid_request", "query: is required", {"field": "query"})
+        raise ApiError(400, ErrorCode.INVALID_REQUEST, "query: is required", {"field": "query"})
     try:
         parsed = parse(text)
     except GraphQueryError as exc:
-        raise ApiError(400, "invalid_query", str(exc), {"field": "query",
+        raise ApiError(422, ErrorCode.INVALID_QUERY, str(exc), {"field": "query",
                                                         "position": getattr(exc, "position", None)}) from None
     scope = await _scope(request, body)
     await wait_for_projections(request, after_param(request, body), READS)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from commands.parsing import parse_batch, parse_commit, parse_delete
+from commands.parsing import MAX_VERSION, parse_batch, parse_commit, parse_delete
 from gateway.appkeys import COMMANDS, SETTINGS
-from gateway.requests import acting_agent, idempotency, json_body, json_response
+from gateway.requests import acting_agent, idempotency, json_body, json_response, query_int
 
 
 async def commit(request: web.Request) -> web.Response:
@@ -35,8 +35,8 @@ async def delete(request: web.Request) -> web.Response:
     body, _ = await json_body(request, required=False)
     params = dict(body)
     if "expected_version" not in params and "expected_version" in request.query:
-        raw = request.query["expected_version"]
-        params["expected_version"] = int(raw) if raw.lstrip("-").isdigit() else raw
+        params["expected_version"] = query_int(request, "expected_version", default=None, minimum=1,
+                                               maximum=MAX_VERSION)
     cmd = parse_delete(request.match_info["memory_id"], params)
     actor = await acting_agent(request, body)
     done = await request.app[COMMANDS].delete(actor, cmd)

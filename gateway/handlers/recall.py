@@ -9,13 +9,16 @@ import orjson
 import structlog
 from aiohttp import web
 
+from commands.error_codes import ErrorCode
 from commands.model import Actor, Limits
 from commands.parsing import NAMESPACE_RE, opt_float, opt_int, opt_str, str_list
 from events.vocabulary import EPHEMERAL_SUFFIX, SHARED_NAMESPACE
 from events.catalogue import RecallServed, new_event
 from gateway.appkeys import AUDIT, READER, RECALL, RECALL_CACHE, SETTINGS, STORE
 from gateway.errors import ApiError
-from gateway.requests import acting_agent, after_param, json_body, json_response, wait_for_projections
+from gateway.requests import (
+    acting_agent, after_param, json_body, json_response, query_bool, query_int, query_number, wait_for_projections,
+)
 from projections.queries.recall import DEFAULT_CONTEXT, SHARED, RecallHit, RecallRequest
 from projections.scores import DEFAULT_RANK_WEIGHT
 
@@ -30,7 +33,7 @@ def resolve_scope(actor: Actor | None, namespace: str | None, include: tuple[str
     """Namespaces a recall searches (DESIGN.md §5): own + shared by default, others only when named."""
     def check(ns: str) -> None:
         if actor is not None and ns.endswith(EPHEMERAL_SUFFIX) and ns not in actor.own_namespaces:
-            raise ApiError(403, "forbidden", f"namespace {ns} is another agent's ephemeral namespace",
+            raise ApiError(403, ErrorCode.FORBIDDEN, f"namespace {ns} is another agent's ephemeral namespace",
                            {"namespace": ns})
 
     if namespace is not None:
@@ -44,20 +47,23 @@ def resolve_scope(actor: Actor | None, namespace: str | None, include: tuple[str
     return scope
 
 
-def _query_params(request: web.Request) -> dict:
+def namespaces_param(request: web.Request) -> list[str]:
+    """`include_namespaces` in a query string: comma-separated, repeatable; '' names none."""
+    return [ns for v in request.query.getall("include_namespaces") if v for ns in v.split(",")]
+
+
+def _query_params(request: web.Request, limits: Limits) -> dict:
     q = request.query
     params: dict = {k: q[k] for k in ("query", "namespace", "agent_id") if k in q}
     if "cache" in q:
-        params["cache"] = q["cache"].strip().lower() not in ("0", "false", "no", "off")
-    for name, conv in (("top_k", int), ("min_score", float), ("diversity", float), ("context", float),
-                       ("importance_weight", float)):
+        params["cache"] = query_bool(request, "cache")
+    if "top_k" in q:
+        params["top_k"] = query_int(request, "top_k", default=None, minimum=1, maximum=limits.max_top_k)
+    for name in ("min_score", "diversity", "context", "importance_weight"):
         if name in q:
-            try:
-                params[name] = conv(q[name])
-            except ValueError:
-                raise ApiError(400, "invalid_request", f"{name}: must be a number", {"field": name}) from None
+            params[name] = query_number(request, name)
     if "include_namespaces" in q:
-        params["include_namespaces"] = [ns for v in q.getall("include_namespaces") for ns in v.split(",") if ns]
+        params["include_namespaces"] = namespaces_param(request)
     return params
 
 
@@ -65,9 +71,9 @@ def parse_recall(body: dict, limits: Limits) -> tuple[str, int, str | None, tupl
                                                     float, float]:
     query = opt_str(body, "query", max_chars=limits.max_query_chars)
     if query is None:
-        raise ApiError(400, "invalid_request", "query: is required", {"field": "query"})
+        raise ApiError(400, ErrorCode.INVALID_REQUEST, "query: is required", {"field": "query"})
     if not query.strip():
-        raise ApiError(400, "invalid_request", "query: must not be empty", {"field": "query"})
+        raise ApiError(400, ErrorCode.INVALID_REQUEST, "query: must not be empty", {"field": "query"})
     top_k = opt_int(body, "top_k", minimum=1, maximum=limits.max_top_k, default=10)
     namespace = opt_str(body, "namespace", max_chars=64, pattern=NAMESPACE_RE)
     include = str_list(body, "include_namespaces", max_items=limits.max_include_namespaces, max_chars=64,
@@ -78,7 +84,7 @@ def parse_recall(body: dict, limits: Limits) -> tuple[str, int, str | None, tupl
     weight = opt_float(body, "importance_weight", minimum=0.0, maximum=1.0)
     cache = body.get("cache", True)
     if not isinstance(cache, bool):
-        raise ApiError(400, "invalid_request", "cache: must be a boolean", {"field": "cache"})
+        raise ApiError(400, ErrorCode.INVALID_REQUEST, "cache: must be a boolean", {"field": "cache"})
     return (query, top_k, namespace, include, min_score, 0.5 if diversity is None else diversity, cache,
             DEFAULT_CONTEXT if context is None else context, DEFAULT_RANK_WEIGHT if weight is None else weight)
 
@@ -86,7 +92,7 @@ def parse_recall(body: dict, limits: Limits) -> tuple[str, int, str | None, tupl
 async def recall(request: web.Request) -> web.Response:
     started = time.perf_counter()
     if request.method == "GET":
-        body = _query_params(request)
+        body = _query_params(request, request.app[SETTINGS].limits)
     else:
         body, _ = await json_body(request)
     query, top_k, namespace, include, min_score, diversity, use_cache, context, weight = parse_recall(
@@ -148,12 +154,7 @@ async def _cache_key(store, fingerprint: str, req: RecallRequest) -> str:
 async def bootstrap(request: web.Request) -> web.Response:
     """About ten core facts for a cold-starting agent: tier=core first, then by importance, newest first."""
     q = request.query
-    try:
-        limit = int(q.get("limit", BOOTSTRAP_DEFAULT))
-    except ValueError:
-        raise ApiError(400, "invalid_request", "limit: must be an integer", {"field": "limit"}) from None
-    if not 1 <= limit <= BOOTSTRAP_MAX:
-        raise ApiError(400, "invalid_request", f"limit: must be in 1..{BOOTSTRAP_MAX}", {"field": "limit"})
+    limit = query_int(request, "limit", default=BOOTSTRAP_DEFAULT, minimum=1, maximum=BOOTSTRAP_MAX)
     body = {k: q[k] for k in ("agent_id",) if k in q}
     actor = await acting_agent(request, body, required=False)
     scope = resolve_scope(actor, None, ())

@@ -6,14 +6,16 @@ import asyncio
 
 from aiohttp import web
 
+from commands.error_codes import ErrorCode
 from commands.parsing import NAMESPACE_RE, parse_add_synonyms
 from gateway.appkeys import COMMANDS, SETTINGS, STORE, SYNONYMS
 from gateway.auth import require_admin
 from gateway.errors import ApiError
-from gateway.requests import after_param, json_body, json_response, wait_for_projections
+from gateway.requests import after_param, json_body, json_response, query_int, wait_for_projections
 
 READS = ["synonyms"]
 MAX_LIST = 10_000
+DEFAULT_LIST = 1_000
 
 
 async def add(request: web.Request) -> web.Response:
@@ -27,12 +29,9 @@ async def add(request: web.Request) -> web.Response:
 
 def _list_params(request: web.Request) -> tuple[str | None, int]:
     namespace = request.query.get("namespace")
-    if namespace is not None and not NAMESPACE_RE.match(namespace):
-        raise ApiError(400, "invalid_request", "namespace: has an invalid format", {"field": "namespace"})
-    raw = request.query.get("limit", "1000")
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_LIST:
-        raise ApiError(400, "invalid_request", f"limit: must be an integer in 1..{MAX_LIST}", {"field": "limit"})
-    return namespace, int(raw)
+    if namespace is not None and not NAMESPACE_RE.fullmatch(namespace):
+        raise ApiError(400, ErrorCode.INVALID_REQUEST, "namespace: has an invalid format", {"field": "namespace"})
+    return namespace, query_int(request, "limit", default=DEFAULT_LIST, minimum=1, maximum=MAX_LIST) or DEFAULT_LIST
 
 
 async def listing(request: web.Request) -> web.Response:

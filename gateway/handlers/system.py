@@ -6,10 +6,12 @@ import asyncio
 
 from aiohttp import web
 
+from commands.error_codes import ErrorCode
 from events import positions
 from gateway.appkeys import PROJECTORS, READER, STORE
 from gateway.openapi import openapi_document
-from gateway.requests import after_param, json_response, wait_for_projections
+from gateway.errors import error_response
+from gateway.requests import acting_agent, after_param, json_response, wait_for_projections
 
 
 async def _projector_status(store, names: list[str]) -> tuple[str | None, dict]:
@@ -31,16 +33,21 @@ async def health(request: web.Request) -> web.Response:
         last, projectors = await _projector_status(store, request.app[PROJECTORS])
         body["log"] = {"last_position": last}
         body["projectors"] = projectors
-    return json_response(body, status=200 if redis_ok else 503)
+    if not redis_ok:  # the one error shape, the health document in its details
+        return error_response(503, ErrorCode.UNAVAILABLE, "the event log (Redis) is unreachable", body)
+    return json_response(body)
 
 
 async def stats(request: web.Request) -> web.Response:
+    actor = await acting_agent(request, {}, required=False)   # None: the admin key, which sees everything
     await wait_for_projections(request, after_param(request), ["memories"])
     store = request.app[STORE]
     reader = request.app[READER]
     by_ns, length, (last, projectors) = await asyncio.gather(
         asyncio.to_thread(reader.count_by_namespace), store.length(),
         _projector_status(store, request.app[PROJECTORS]))
+    if actor is not None:  # an agent sees the namespaces it may read: never another agent's -ephemeral
+        by_ns = {ns: n for ns, n in by_ns.items() if actor.can_read(ns)}
     return json_response({
         "memories": {"total": sum(by_ns.values()), "by_namespace": dict(sorted(by_ns.items()))},
         "events": {"total": length, "last_position": last},

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from commands.error_codes import ErrorCode
 from commands.parsing import MEMORY_ID_RE, NAMESPACE_RE
 from gateway.appkeys import STORE, TOMBSTONES
 from gateway.auth import require_admin
 from gateway.errors import ApiError
-from gateway.requests import after_param, json_response, wait_for_projections
+from gateway.requests import after_param, json_response, query_int, wait_for_projections
 from projections.queries.tombstones import MAX_LIMIT, REASONS
 
 READS = ["tombstones"]
@@ -17,36 +18,27 @@ MAX_OFFSET = 10_000_000
 
 
 def _invalid(field: str, message: str) -> ApiError:
-    return ApiError(400, "invalid_request", f"{field}: {message}", {"field": field})
+    return ApiError(400, ErrorCode.INVALID_REQUEST, f"{field}: {message}", {"field": field})
 
 
 def _text(request: web.Request, field: str, pattern) -> str | None:
     value = request.query.get(field)
     if value is None:
         return None
-    if not pattern.match(value):
+    if not pattern.fullmatch(value):
         raise _invalid(field, "has an invalid format")
     return value
-
-
-def _int(request: web.Request, field: str, default: int, minimum: int, maximum: int) -> int:
-    raw = request.query.get(field)
-    if raw is None:
-        return default
-    if not (raw.isascii() and raw.isdigit()) or not minimum <= int(raw) <= maximum:
-        raise _invalid(field, f"must be an integer in {minimum}..{maximum}")
-    return int(raw)
 
 
 def _params(request: web.Request) -> dict:
     reason = request.query.get("reason")
     if reason is not None and reason not in REASONS:
-        raise ApiError(400, "invalid_request", f"reason: must be one of {', '.join(REASONS)}",
+        raise ApiError(400, ErrorCode.INVALID_REQUEST, f"reason: must be one of {', '.join(REASONS)}",
                        {"field": "reason", "allowed": list(REASONS)})
     return {"namespace": _text(request, "namespace", NAMESPACE_RE),
             "original_id": _text(request, "memory_id", MEMORY_ID_RE), "reason": reason,
-            "limit": _int(request, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT),
-            "offset": _int(request, "offset", 0, 0, MAX_OFFSET)}
+            "limit": query_int(request, "limit", default=DEFAULT_LIMIT, minimum=1, maximum=MAX_LIMIT),
+            "offset": query_int(request, "offset", default=0, minimum=0, maximum=MAX_OFFSET)}
 
 
 async def listing(request: web.Request) -> web.Response:

@@ -64,7 +64,7 @@ async def test_isolation_and_bad_inputs(api):
         assert_error(body, "invalid_request")
     for bad in ("MATCH (n RETURN n", "RETURN n", "MATCH (n:planet) RETURN n", "MATCH (n) RETURN m",
                 "MATCH (n) WHERE n.label ~ 'x' RETURN n", "MATCH (n) RETURN n LIMIT 100000", "DROP TABLE graph_nodes"):
-        body = await _query(api, alice, bad, status_expected=400)
+        body = await _query(api, alice, bad, status_expected=422)
         assert_error(body, "invalid_query")
     body = await _query(api, alice, "MATCH (n {label: \"x' OR 1=1 --\"}) RETURN n")
     assert body["rows"] == []

@@ -119,12 +119,17 @@ async def test_admin_recall_without_agent_searches_shared(api):
     assert status == 200 and body["namespaces"] == ["shared"] and body["results"][0]["memory_id"] == c["memory_id"]
 
 
-@pytest.mark.parametrize("settings_overrides", [{"projection_wait_s": 0.3}])
+@pytest.mark.parametrize("settings_overrides", [{"projection_wait_s": 0.3, "run_projectors": False}])
 async def test_after_beyond_the_projections_times_out_with_504(api, settings_overrides):
     key = await api.register("alice")
-    status, body = await api.recall(key, "anything", after="99999999999999-0")
+    _, c = await api.commit(key, "never projected: the projectors do not run")
+    status, body = await api.recall(key, "anything", after=c["position"])
     assert status == 504
     assert_error(body, "projection_lag")
+    # a position beyond the end of the log was returned by no write: 400 at once, not a 5 s wait
+    status, body = await api.recall(key, "anything", after="99999999999999-0")
+    assert status == 400 and body["error"]["details"]["field"] == "after"
+    assert_error(body, "invalid_request")
 
 
 async def test_recall_bad_inputs(api):

@@ -53,7 +53,7 @@ def test_commit_checks_dependencies():
              "secret": MemoryIndex("secret", 1, "bob-ephemeral", "bob", False)}
     assert decide_commit(ALICE, commit(depends_on=["d1"]), "m", known).data.depends_on == ("d1",)
     for dep in ("missing", "gone", "secret"):
-        with pytest.raises(InvalidCommand) as exc:
+        with pytest.raises(NotFound) as exc:
             decide_commit(ALICE, commit(depends_on=[dep]), "m", known)
         assert exc.value.code == "unknown_dependency"
 
