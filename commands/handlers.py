@@ -16,6 +16,7 @@ from commands.decide import (
     decide_forget, decide_register,
 )
 from commands.errors import Conflict, IdempotencyKeyReused, NotFound
+from commands.idempotency import ADMIN_SCOPE, key_reused as _key_reused, register_idempotency
 from commands.model import (
     Actor, AddSynonyms, BatchCommit, CommitMemory, CorrectMemory, DeleteMemory, DeprecateMemory, GiveFeedback,
     IdempotencyRequest, Limits, RegisterAgent,
@@ -38,19 +39,6 @@ def new_api_key() -> str:
 
 def new_memory_id() -> str:
     return str(uuid.uuid4())
-
-
-REGISTER_SCOPE = "zhiyi-register"
-"""Idempotency scope of registrations (`zhiyi*` ids are reserved, so no agent shares it)."""
-
-
-def register_idempotency(cmd: RegisterAgent, idem: IdempotencyRequest | None) -> Idempotency:
-    """The client's key, else one derived from the request itself (the same registration retried
-    without a key within the window answers the same api_key)."""
-    fingerprint = hashlib.sha256(orjson.dumps(["register", cmd.agent_id, cmd.agent_type, cmd.namespace])).hexdigest()
-    if idem is not None:
-        return Idempotency(REGISTER_SCOPE, idem.key, idem.fingerprint)
-    return Idempotency(REGISTER_SCOPE, "request:" + fingerprint, fingerprint)
 
 
 def _registered(res: AppendResult) -> Registered:
@@ -180,18 +168,20 @@ class CommandService:
             raise Conflict(f"agent {cmd.agent_id} or its namespace was registered concurrently",
                            {"agent_id": cmd.agent_id}, code="agent_exists") from exc
         except IdempotencyConflict as exc:
-            raise IdempotencyKeyReused("this Idempotency-Key was already used with a different request body",
-                                       {"idempotency_key": idempotency.key}) from exc
+            raise _key_reused(idempotency) from exc
         if not res.duplicate:
             log.info("agent.registered", agent=cmd.agent_id, ns=data.main_namespace, position=res.position)
         return _registered(res)
 
     async def commit(self, actor: Actor, cmd: CommitMemory, idem: IdempotencyRequest | None = None) -> Committed:
         memory_id = self.make_memory_id()
-        known = await self.store.memory_indexes(cmd.depends_on)
-        event = decide_commit(actor, cmd, memory_id, known)
-        blob = orjson.dumps({"memory_id": memory_id, "namespace": event.ns, "version": 1})
-        res = await self._append([event], actor, idem, blob)
+        # a retry whose dependency went meanwhile still answers the original (checked before deciding)
+        res = await self._replay(actor, idem) if cmd.depends_on else None
+        if res is None:
+            known = await self.store.memory_indexes(cmd.depends_on)
+            event = decide_commit(actor, cmd, memory_id, known)
+            blob = orjson.dumps({"memory_id": memory_id, "namespace": event.ns, "version": 1})
+            res = await self._append([event], actor, idem, blob)
         if res.duplicate:
             orig = orjson.loads(res.result)
             return Committed(orig["memory_id"], orig["namespace"], orig["version"], res.position, True)
@@ -200,28 +190,33 @@ class CommandService:
     async def batch_commit(self, actor: Actor, cmd: BatchCommit,
                            idem: IdempotencyRequest | None = None) -> BatchCommitted:
         deps = sorted({d for entry in cmd.entries for d in entry.depends_on})
-        known = await self.store.memory_indexes(deps)
-        ids = [self.make_memory_id() for _ in cmd.entries]
-        events = [decide_commit(actor, entry, mid, known) for entry, mid in zip(cmd.entries, ids)]
-        blob = orjson.dumps({"ids": ids})
-        res = await self._append(events, actor, idem, blob)
+        res = await self._replay(actor, idem) if deps else None
+        if res is None:
+            known = await self.store.memory_indexes(deps)
+            ids = [self.make_memory_id() for _ in cmd.entries]
+            events = [decide_commit(actor, entry, mid, known) for entry, mid in zip(cmd.entries, ids)]
+            res = await self._append(events, actor, idem, orjson.dumps({"ids": ids}))
         if res.duplicate:
             ids = orjson.loads(res.result)["ids"]
         return BatchCommitted(list(zip(ids, res.positions)), res.position, res.duplicate)
 
-    async def delete(self, actor: Actor, cmd: DeleteMemory) -> Changed:
-        return await self._versioned(cmd.memory_id, lambda current: decide_delete(actor, cmd, current), "delete")
+    async def delete(self, actor: Actor, cmd: DeleteMemory, idem: IdempotencyRequest | None = None) -> Changed:
+        return await self._versioned(cmd.memory_id, lambda current: decide_delete(actor, cmd, current), "delete",
+                                     self._idempotency(actor.agent_id, idem))
 
-    async def deprecate(self, actor: Actor, cmd: DeprecateMemory) -> Changed:
+    async def deprecate(self, actor: Actor, cmd: DeprecateMemory, idem: IdempotencyRequest | None = None) -> Changed:
         return await self._versioned(cmd.memory_id, lambda current: decide_deprecate(actor, cmd, current),
-                                     "deprecate")
+                                     "deprecate", self._idempotency(actor.agent_id, idem))
 
-    async def correct(self, actor: Actor, cmd: CorrectMemory) -> Changed:
-        return await self._versioned(cmd.memory_id, lambda current: decide_correct(actor, cmd, current), "correct")
+    async def correct(self, actor: Actor, cmd: CorrectMemory, idem: IdempotencyRequest | None = None) -> Changed:
+        return await self._versioned(cmd.memory_id, lambda current: decide_correct(actor, cmd, current), "correct",
+                                     self._idempotency(actor.agent_id, idem))
 
-    async def feedback(self, actor: Actor, cmd: GiveFeedback) -> FeedbackGiven:
-        event = decide_feedback(actor, cmd, await self.store.memory_index(cmd.memory_id))
-        res = await self.store.append([event])
+    async def feedback(self, actor: Actor, cmd: GiveFeedback, idem: IdempotencyRequest | None = None) -> FeedbackGiven:
+        res = await self._replay(actor, idem)  # a retry answers the original, whatever happened since
+        if res is None:
+            event = decide_feedback(actor, cmd, await self.store.memory_index(cmd.memory_id))
+            res = await self._append([event], actor, idem, b"{}")
         return FeedbackGiven(cmd.memory_id, cmd.verdict, res.position)
 
     async def forget(self, plan, *, by: str = "admin") -> Forgot:
@@ -248,38 +243,61 @@ class CommandService:
             return chosen, res.position
         raise Conflict(f"memories are changing too fast for a {what} run; retry", {}, code="version_conflict")
 
-    async def _versioned(self, memory_id: str, decide, what: str) -> Changed:
-        """Decide on the current version and append guarded by it; on a race, decide again."""
+    async def _versioned(self, memory_id: str, decide, what: str, idempotency: Idempotency | None = None) -> Changed:
+        """Decide on the current version and append guarded by it; on a race, decide again. A key
+        seen before answers the original change (checked first: that change moved the version)."""
+        if idempotency is not None and (previous := await self._replayed(idempotency)) is not None:
+            event = await self.store.get(previous.position)
+            return Changed(memory_id, event.data.version if event else 0, previous.position)
         for attempt in range(DELETE_RETRIES):
             current = await self.store.memory_index(memory_id)
             decision: Decision = decide(current)
             try:
-                res = await self.store.append(decision.events, guards=decision.guards)
+                res = await self.store.append(decision.events, guards=decision.guards, idempotency=idempotency)
             except GuardFailed:
                 # The memory changed between our read and the append: decide again on fresh state
                 # (an explicit expected_version will then be reported as stale).
                 log.info(f"{what}.retry", memory_id=memory_id, attempt=attempt)
                 continue
+            except IdempotencyConflict as exc:
+                raise _key_reused(idempotency) from exc
+            if res.duplicate:  # a concurrent request with the same key won
+                return await self._versioned(memory_id, decide, what, idempotency)
             version = res.version if res.version is not None else decision.events[0].data.version
             return Changed(memory_id, version, res.position)
         raise Conflict(f"memory {memory_id} is changing too fast; retry", {"memory_id": memory_id},
                        code="version_conflict")
 
-    async def add_synonyms(self, cmd: AddSynonyms) -> SynonymsAdded:
+    async def add_synonyms(self, cmd: AddSynonyms, idem: IdempotencyRequest | None = None) -> SynonymsAdded:
         event = decide_add_synonyms(cmd)
-        res = await self.store.append([event])
+        try:
+            res = await self.store.append([event], idempotency=self._idempotency(ADMIN_SCOPE, idem))
+        except IdempotencyConflict as exc:
+            raise _key_reused(self._idempotency(ADMIN_SCOPE, idem)) from exc
         data = event.data
         log.info("synonym.added", term=data.term, ns=data.namespace, position=res.position)
         return SynonymsAdded(data.term, list(data.synonyms), data.namespace, res.position)
 
     async def _append(self, events, actor: Actor, idem: IdempotencyRequest | None, blob: bytes) -> AppendResult:
-        idempotency = Idempotency(actor.agent_id, idem.key, idem.fingerprint) if idem else None
+        idempotency = self._idempotency(actor.agent_id, idem)
         try:
             return await self.store.append(events, idempotency=idempotency, result=blob)
         except IdempotencyConflict as exc:
-            raise IdempotencyKeyReused(
-                "this Idempotency-Key was already used with a different request body",
-                {"idempotency_key": idem.key if idem else ""}) from exc
+            raise _key_reused(idempotency) from exc
+
+    @staticmethod
+    def _idempotency(scope: str, idem: IdempotencyRequest | None) -> Idempotency | None:
+        return Idempotency(scope, idem.key, idem.fingerprint) if idem else None
+
+    async def _replay(self, actor: Actor, idem: IdempotencyRequest | None) -> AppendResult | None:
+        idempotency = self._idempotency(actor.agent_id, idem)
+        return await self._replayed(idempotency) if idempotency else None
+
+    async def _replayed(self, idempotency: Idempotency) -> AppendResult | None:
+        try:
+            return await self.store.replayed(idempotency)
+        except IdempotencyConflict as exc:
+            raise _key_reused(idempotency) from exc
 
     async def require_actor(self, agent_id: str, *, by: str = "") -> Actor:
         actor = await self.actor_for(agent_id, by=by)

@@ -12,34 +12,34 @@ from commands.parsing import MEMORY_ID_RE, parse_correct, parse_deprecate, parse
 from events.vocabulary import EPHEMERAL_SUFFIX
 from gateway.appkeys import ACTIVITY, CLOCK, COMMANDS, READER, SETTINGS
 from gateway.errors import ApiError
-from gateway.requests import acting_agent, after_param, json_body, json_response, wait_for_projections
+from gateway.requests import acting_agent, after_param, idempotency, json_body, json_response, wait_for_projections
 from projections.scores import scores_of
 
 
 def _verdict(verdict: str):
     async def handler(request: web.Request) -> web.Response:
-        body, _ = await json_body(request)
+        body, raw = await json_body(request)
         cmd = parse_feedback(body, verdict)
         actor = await acting_agent(request, body)
-        done = await request.app[COMMANDS].feedback(actor, cmd)
+        done = await request.app[COMMANDS].feedback(actor, cmd, idempotency(request, raw, f"feedback:{verdict}"))
         return json_response({"memory_id": done.memory_id, "verdict": done.verdict, "position": done.position},
                              status=201)
     return handler
 
 
 async def deprecate(request: web.Request) -> web.Response:
-    body, _ = await json_body(request)
+    body, raw = await json_body(request)
     cmd = parse_deprecate(body)
     actor = await acting_agent(request, body)
-    done = await request.app[COMMANDS].deprecate(actor, cmd)
+    done = await request.app[COMMANDS].deprecate(actor, cmd, idempotency(request, raw, "deprecate"))
     return json_response({"memory_id": done.memory_id, "version": done.version, "position": done.position})
 
 
 async def correct(request: web.Request) -> web.Response:
-    body, _ = await json_body(request)
+    body, raw = await json_body(request)
     cmd = parse_correct(body, request.app[SETTINGS].limits)
     actor = await acting_agent(request, body)
-    done = await request.app[COMMANDS].correct(actor, cmd)
+    done = await request.app[COMMANDS].correct(actor, cmd, idempotency(request, raw, "correct"))
     return json_response({"memory_id": done.memory_id, "version": done.version, "position": done.position})
 
 

@@ -32,14 +32,16 @@ async def batch_commit(request: web.Request) -> web.Response:
 
 
 async def delete(request: web.Request) -> web.Response:
-    body, _ = await json_body(request, required=False)
+    body, raw = await json_body(request, required=False)
     params = dict(body)
     if "expected_version" not in params and "expected_version" in request.query:
         params["expected_version"] = query_int(request, "expected_version", default=None, minimum=1,
                                                maximum=MAX_VERSION)
     cmd = parse_delete(request.match_info["memory_id"], params)
     actor = await acting_agent(request, body)
-    done = await request.app[COMMANDS].delete(actor, cmd)
+    # the fingerprint covers the memory, the query (expected_version) and the body
+    idem = idempotency(request, raw, f"delete:{cmd.memory_id}?{request.query_string}")
+    done = await request.app[COMMANDS].delete(actor, cmd, idem)
     return json_response({"memory_id": done.memory_id, "version": done.version, "position": done.position})
 
 

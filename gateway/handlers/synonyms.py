@@ -11,7 +11,7 @@ from commands.parsing import NAMESPACE_RE, parse_add_synonyms
 from gateway.appkeys import COMMANDS, SETTINGS, STORE, SYNONYMS
 from gateway.auth import require_admin
 from gateway.errors import ApiError
-from gateway.requests import after_param, json_body, json_response, query_int, wait_for_projections
+from gateway.requests import after_param, idempotency, json_body, json_response, query_int, wait_for_projections
 
 READS = ["synonyms"]
 MAX_LIST = 10_000
@@ -20,9 +20,9 @@ DEFAULT_LIST = 1_000
 
 async def add(request: web.Request) -> web.Response:
     require_admin(request)
-    body, _ = await json_body(request)
+    body, raw = await json_body(request)
     cmd = parse_add_synonyms(body, request.app[SETTINGS].limits)
-    done = await request.app[COMMANDS].add_synonyms(cmd)
+    done = await request.app[COMMANDS].add_synonyms(cmd, idempotency(request, raw, "synonyms"))
     return json_response({"term": done.term, "synonyms": done.synonyms, "namespace": done.namespace,
                           "position": done.position}, status=201)
 

@@ -90,8 +90,8 @@ async def test_unconfirmed_fsync_answers_outcome_unknown_and_a_keyed_retry_write
         ("POST", "/api/v1/admin/synonyms", ADMIN_KEY, {"term": "ci", "synonyms": ["build server"]}),
         ("DELETE", f"/api/v1/distilled/{mid}", key, None),
     ]
-    for method, path, who, body in writes:
-        status, answer = await durable_api.call(method, path, who, json=body)
+    for i, (method, path, who, body) in enumerate(writes):
+        status, answer = await durable_api.call(method, path, who, json=body, headers={"Idempotency-Key": f"w-{i}"})
         assert status == 503, (path, answer)
         assert_error(answer, "outcome_unknown")
     status, answer = await durable_api.call("POST", "/api/v1/agents/register", json={"agent_id": "bob"},
@@ -109,6 +109,16 @@ async def test_unconfirmed_fsync_answers_outcome_unknown_and_a_keyed_retry_write
         retried.append(body["memory_id"])
     present = _committed_ids(valkey)
     assert [present.get(m) for m in retried] == [1] * len(commits)
+    # every other route retried with its key: the original answer, nothing appended again
+    before = valkey.client().xlen(keys.STREAM)
+    for i, (method, path, who, body) in enumerate(writes):
+        status, answer = await durable_api.call(method, path, who, json=body, headers={"Idempotency-Key": f"w-{i}"})
+        assert status in (200, 201), (path, answer)
+    assert valkey.client().xlen(keys.STREAM) == before
+    types = [decode(p, f).type for p, f in valkey.client().xrange(keys.STREAM)]
+    for event_type in ("memory.feedback", "memory.corrected", "memory.deprecated", "synonym.added",
+                       "memory.deleted"):
+        assert types.count(event_type) == 1, event_type
     status, bob = await durable_api.call("POST", "/api/v1/agents/register", json={"agent_id": "bob"},
                                          headers={"Idempotency-Key": "reg-bob"})
     assert status == 201, bob
