@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from commands.error_codes import ErrorCode
-from commands.errors import Conflict, Forbidden, InvalidCommand, NotFound
+from commands.errors import Conflict, Forbidden, InvalidCommand, NotFound, Unprocessable
 from commands.model import (
     Actor, AddSynonyms, CommitMemory, CorrectMemory, DeleteMemory, DeprecateMemory, GiveFeedback, RegisterAgent,
 )
@@ -179,7 +179,7 @@ def decide_add_synonyms(cmd: AddSynonyms) -> Event:
             seen.add(key)
             kept.append(syn)
     if not term_key or not kept:
-        raise InvalidCommand("synonyms: must contain at least one term different from `term`",
-                             {"field": "synonyms"})
+        raise Unprocessable("synonyms: must contain at least one term different from `term`",
+                            {"field": "synonyms"})
     return new_event(SynonymAdded(cmd.term, tuple(kept), cmd.namespace), ns=cmd.namespace, agent="admin",
                      by="admin")

@@ -40,6 +40,7 @@ class ErrorCode(StrEnum):
     PAYLOAD_TOO_LARGE = "payload_too_large"
     UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"
     IDEMPOTENCY_KEY_REUSED = "idempotency_key_reused"
+    UNPROCESSABLE = "unprocessable"  # well-formed, but meaningless in the current state (e.g. after= beyond the log)
     # 5xx
     INTERNAL_ERROR = "internal_error"
     UNAVAILABLE = "unavailable"

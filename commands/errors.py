@@ -43,6 +43,12 @@ class Conflict(CommandError):
     code = ErrorCode.CONFLICT
 
 
+class Unprocessable(CommandError):
+    """Well-formed (the API document allows it) but meaningless: e.g. a synonym group with no new term."""
+
+    code = ErrorCode.UNPROCESSABLE
+
+
 class IdempotencyKeyReused(CommandError):
     """The same Idempotency-Key was used before with a different request body."""
 

@@ -30,6 +30,7 @@ from projections.reader import MemoriesReader
 log = structlog.get_logger(__name__)
 
 MAX_EXPECTED = 100
+DIFFICULTIES = ("easy", "medium", "hard")
 MAX_GENERATED = 200
 DETAILS_IN_EVENT = 50          # per-query details go into eval.completed only for small runs
 GOLDEN_ID_RE = NAMESPACE_RE    # letters, digits, _.- (ids are "gs-<hex>")
@@ -76,6 +77,7 @@ def _parse_query(raw: Any, i: int, limits: Limits) -> EvalQuery:
         expected = str_list(raw, "expected_ids", max_items=MAX_EXPECTED, max_chars=128, pattern=MEMORY_ID_RE)
         tag = opt_str(raw, "tag", max_chars=64, default="") or ""
         agent = opt_str(raw, "agent_id", max_chars=64, pattern=AGENT_ID_RE, default="") or ""
+        opt_str(raw, "difficulty", max_chars=16, choices=DIFFICULTIES)   # documented, informative only
     except InvalidCommand as exc:
         raise InvalidCommand(f"{where}.{exc.message}", {**exc.details, "index": i}) from None
     return EvalQuery(query, expected, tag, agent)

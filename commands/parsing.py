@@ -78,6 +78,8 @@ def opt_int(body: dict, field: str, *, minimum: int, maximum: int, default: int 
     value = _present(body, field)
     if value is None:
         return default
+    if isinstance(value, float) and value.is_integer():  # JSON has one number type: 3.0 is the integer 3
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
         raise _fail(field, "must be an integer")
     if not minimum <= value <= maximum:

@@ -11,7 +11,9 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from commands.error_codes import ErrorCode
-from commands.errors import CommandError, Conflict, Forbidden, IdempotencyKeyReused, InvalidCommand, NotFound
+from commands.errors import (
+    CommandError, Conflict, Forbidden, IdempotencyKeyReused, InvalidCommand, NotFound, Unprocessable,
+)
 from events.errors import LogResetError, OutcomeUnknown
 from gateway.appkeys import SETTINGS
 from projections.errors import InvalidQuery
@@ -22,12 +24,14 @@ log = structlog.get_logger(__name__)
 class ApiError(Exception):
     """An HTTP-level failure raised by the gateway itself (auth, JSON, lag)."""
 
-    def __init__(self, status: int, code: ErrorCode, message: str, details: dict[str, Any] | None = None) -> None:
+    def __init__(self, status: int, code: ErrorCode, message: str, details: dict[str, Any] | None = None, *,
+                 close: bool = False) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
         self.details = details or {}
+        self.close = close  # the connection cannot carry another request (e.g. a body that failed to decode)
 
 
 def error_body(code: ErrorCode, message: str, details: dict[str, Any] | None = None) -> dict:
@@ -41,6 +45,7 @@ def error_response(status: int, code: ErrorCode, message: str, details: dict[str
 
 _STATUS_BY_ERROR: list[tuple[type, int]] = [
     (InvalidCommand, 400), (Forbidden, 403), (NotFound, 404), (Conflict, 409), (IdempotencyKeyReused, 422),
+    (Unprocessable, 422),
 ]
 
 _HTTP_CODES = {400: ErrorCode.BAD_REQUEST, 401: ErrorCode.UNAUTHORIZED, 403: ErrorCode.FORBIDDEN,
@@ -60,7 +65,10 @@ async def error_middleware(request: web.Request, handler) -> web.StreamResponse:
     try:
         return await handler(request)
     except ApiError as exc:
-        return error_response(exc.status, exc.code, exc.message, exc.details)
+        resp = error_response(exc.status, exc.code, exc.message, exc.details)
+        if exc.close:
+            resp.force_close()
+        return resp
     except CommandError as exc:
         return error_response(_command_status(exc), exc.code, exc.message, exc.details)
     except web.HTTPException as exc:

@@ -28,8 +28,10 @@ ERRORS = {code: {"$ref": f"#/components/responses/{name}"} for code, name in (
 
 def _errors(*codes: str) -> dict:
     """The error answers of an operation: the listed ones plus 400 (unknown_field is possible
-    everywhere) and 503 (the log unreachable, reset, or a write's outcome unknown)."""
-    return {c: ERRORS[c] for c in sorted({"400", "503", *codes})}
+    everywhere) and 503 (the log unreachable, reset, or a write's outcome unknown); a read that waits
+    for `after` (504) also refuses a position beyond the log's end (422)."""
+    extra = {"422"} if "504" in codes else set()
+    return {c: ERRORS[c] for c in sorted({"400", "503", *extra, *codes})}
 
 
 SCHEMAS: dict[str, Any] = {
@@ -155,11 +157,12 @@ def openapi_document() -> dict:
         "paths": {
             "/health": {"get": {"summary": "Health: Redis reachability, projector positions and lag",
                                 "security": [], "responses": {
-                                    "200": _json(_ref("Health")),
+                                    "200": _json(_ref("Health")), **_errors(),
                                     "503": _error_response("Redis unreachable (unavailable) or the log was reset "
                                                            "(log_reset); the health document is in details")}}},
             "/api/v1/openapi.json": {"get": {"summary": "This document", "security": [],
-                                             "responses": {"200": {"description": "OpenAPI document"}}}},
+                                             "responses": {"200": {"description": "OpenAPI document"},
+                                                           **_errors()}}},
             "/api/v1/agents/register": {"post": {
                 "summary": "Register an agent (admin key); its API key works at once",
                 "requestBody": {"required": True, "content": {"application/json": {"schema": _ref("RegisterRequest")}}},
@@ -220,8 +223,10 @@ def openapi_document() -> dict:
                 "NotFound": _error_response("Unknown memory or agent"),
                 "Conflict": _error_response("Stale expected_version or already registered"),
                 "TooLarge": _error_response("Request body too large"),
-                "Unprocessable": _error_response("Idempotency-Key reused with another body, or a graph query "
-                                                 "that does not parse (invalid_query)"),
+                "Unprocessable": _error_response("Well-formed but not processable: Idempotency-Key reused with "
+                                                 "another body, a graph query that does not parse "
+                                                 "(invalid_query), after= beyond the log's end or a synonym "
+                                                 "group without a new term (unprocessable)"),
                 "ProjectionLag": _error_response("Projections did not reach `after` in time"),
                 "Unavailable": _error_response("The event log is unreachable (unavailable), was reset (log_reset), "
                                                "or a write's outcome is unknown (outcome_unknown: retry with "

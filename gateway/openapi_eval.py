@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from commands.evaluation import GOLDEN_ID_RE, MAX_EXPECTED, MAX_GENERATED
+from commands.evaluation import DIFFICULTIES, GOLDEN_ID_RE, MAX_EXPECTED, MAX_GENERATED
 from gateway.openapi_fields import (
     AFTER, AFTER_HEADER, AFTER_QUERY, AGENT_ID, LIMITS, MEMORY_ID, NAMESPACE, POSITION, closed, query, query_int, text,
 )
@@ -26,7 +26,8 @@ def _errors(*codes: str) -> dict:
     """The listed error answers plus 400 (unknown_field is possible everywhere) and 503."""
     names = {"400": "BadRequest", "401": "Unauthorized", "403": "Forbidden", "404": "NotFound", "409": "Conflict",
              "413": "TooLarge", "422": "Unprocessable", "503": "Unavailable", "504": "ProjectionLag"}
-    return {c: {"$ref": f"#/components/responses/{names[c]}"} for c in sorted({"400", "503", *codes})}
+    extra = {"422"} if "504" in codes else set()   # after= beyond the log's end
+    return {c: {"$ref": f"#/components/responses/{names[c]}"} for c in sorted({"400", "503", *extra, *codes})}
 
 
 def _body(name: str, required: bool = True) -> dict:
@@ -49,7 +50,7 @@ SCHEMAS: dict[str, Any] = {
         "query": text(LIMITS.max_query_chars, blank=False),
         "expected_ids": {"type": "array", "minItems": 1, "maxItems": MAX_EXPECTED, "items": MEMORY_ID},
         "tag": text(64), "agent_id": AGENT_ID,
-        "difficulty": {"type": "string", "enum": ["easy", "medium", "hard"]}}, "query", "expected_ids"),
+        "difficulty": {"type": "string", "enum": list(DIFFICULTIES)}}, "query", "expected_ids"),
     "EvalRunRequest": closed({
         "queries": {"type": "array", "minItems": 1, "maxItems": MAX_QUERIES, "items": _ref("EvalQuery")},
         "golden_set_id": {"type": "string", "pattern": GOLDEN_ID_RE.pattern},
@@ -88,7 +89,7 @@ SCHEMAS: dict[str, Any] = {
 PATHS: dict[str, Any] = {
     "/api/v1/admin/synonyms": {
         "post": {"summary": "Add a symmetric synonym group (admin key)", "requestBody": _body("SynonymsRequest"),
-                 "responses": {"201": _json(_ref("SynonymsAdded"), "Added"), **_errors("400", "401", "403", "413")}},
+                 "responses": {"201": _json(_ref("SynonymsAdded"), "Added"), **_errors("400", "401", "403", "413", "422")}},
         "get": {"summary": "List synonym additions, oldest first (admin key)", "parameters": [
             query("namespace", NAMESPACE), query_int("limit", 1, 10_000, 1_000), AFTER_QUERY, AFTER_HEADER],
             "responses": {"200": _json(_ref("SynonymsList")), **_errors("400", "401", "403", "504")}}},

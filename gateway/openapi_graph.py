@@ -59,7 +59,7 @@ PATHS: dict[str, Any] = {
         "summary": "Graph size: nodes, edges, density, by type and namespace (the graphs the caller may read)",
         "parameters": [query("agent_id", _SCOPE["agent_id"]), query("namespace", _SCOPE["namespace"]),
                        query("include_namespaces", NAMESPACES_CSV), AFTER_QUERY, AFTER_HEADER],
-        "responses": {"200": _json(_ref("GraphStats")), **_errors("400", "401", "403", "504")}}},
+        "responses": {"200": _json(_ref("GraphStats")), **_errors("400", "401", "403", "404", "422", "504")}}},
     "/api/v1/graph/navigate": {"post": {
         "summary": "Up to 3 paths between two nodes (<= 3 hops), by the product of edge weights",
         "parameters": [AFTER_QUERY, AFTER_HEADER], "requestBody": _body("NavigateRequest"),

@@ -31,8 +31,9 @@ async def read_body(request: web.Request) -> bytes:
     try:
         return await request.read()
     except (RequestPayloadError, zlib.error, UnicodeDecodeError, ValueError) as exc:
-        raise ApiError(400, ErrorCode.BAD_REQUEST, f"request body could not be read: {exc}".strip(),
-                       {"content_encoding": request.headers.get("Content-Encoding", "")}) from None
+        raise ApiError(400, ErrorCode.BAD_REQUEST, "the request body could not be read (its Content-Encoding does not match it, or "
+                       "the transfer broke off)",
+                       {"content_encoding": request.headers.get("Content-Encoding", "")}, close=True) from None
 
 
 async def json_body(request: web.Request, *, required: bool = True) -> tuple[Any, bytes]:
@@ -128,13 +129,14 @@ def idempotency(request: web.Request, raw_body: bytes, endpoint: str) -> Idempot
 def after_param(request: web.Request, body: dict | None = None) -> str | None:
     if body and "after" in body and body["after"] is None:
         raise _invalid("after", "must not be null (leave the field out instead)")
+    found = None
     for value in ((body or {}).get("after"), request.query.get("after"), request.headers.get("X-Zhiyi-After")):
         if value is None or value == "":
             continue
         if not isinstance(value, str) or not _POSITION.fullmatch(value):
             raise _invalid("after", "must be a position returned by a write (e.g. '1700000000000-0')")
-        return value
-    return None
+        found = found or value
+    return found
 
 
 async def wait_for_projections(request: web.Request, after: str | None, names: list[str]) -> None:
@@ -147,8 +149,9 @@ async def wait_for_projections(request: web.Request, after: str | None, names: l
         return
     last = await request.app[STORE].last_position()
     if last is None or positions.key(after) > positions.key(last):
-        raise _invalid("after", f"is beyond the end of the log ({last or 'empty'}): no write returned it",
-                       last_position=last)
+        raise ApiError(422, ErrorCode.UNPROCESSABLE,
+                       f"after: {after} is beyond the end of the log ({last or 'empty'}): no write returned it",
+                       {"field": "after", "last_position": last})
     if not await waiter.wait(names, after, timeout):
         raise ApiError(504, ErrorCode.PROJECTION_LAG,
                        f"projections did not reach position {after} within {timeout:g} s",

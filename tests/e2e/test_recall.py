@@ -126,10 +126,10 @@ async def test_after_beyond_the_projections_times_out_with_504(api, settings_ove
     status, body = await api.recall(key, "anything", after=c["position"])
     assert status == 504
     assert_error(body, "projection_lag")
-    # a position beyond the end of the log was returned by no write: 400 at once, not a 5 s wait
+    # a position beyond the end of the log was returned by no write: 422 at once, not a 5 s wait
     status, body = await api.recall(key, "anything", after="99999999999999-0")
-    assert status == 400 and body["error"]["details"]["field"] == "after"
-    assert_error(body, "invalid_request")
+    assert status == 422 and body["error"]["details"]["field"] == "after"
+    assert_error(body, "unprocessable")
 
 
 async def test_recall_bad_inputs(api):

@@ -1,0 +1,142 @@
+"""Bad input never answers 500 (issue 11 point 7), unknown names are refused, stats and agent ids
+do not leak or collide (point 8): through the real app, every answer in the one JSON error shape."""
+
+from __future__ import annotations
+
+import asyncio
+
+import orjson
+
+from tests.e2e.conftest import ADMIN_KEY, assert_error
+
+async def _openapi(api) -> dict:
+    status, doc = await api.call("GET", "/api/v1/openapi.json", None)
+    assert status == 200
+    return doc
+
+
+def _concrete(path: str) -> str:
+    return path.replace("{memory_id}", "m-1")
+
+
+async def _raw(api, request: bytes) -> tuple[int, dict]:
+    """Send bytes the client library would refuse to build; parse the status line and the JSON body."""
+    server = api.client.server
+    reader, writer = await asyncio.open_connection(server.host, server.port)
+    try:
+        writer.write(request)
+        await writer.drain()
+        data = await asyncio.wait_for(reader.read(), 10)
+    finally:
+        writer.close()
+    head, _, body = data.partition(b"\r\n\r\n")
+    status = int(head.split(b" ", 2)[1])
+    assert b"application/json" in head.lower(), head
+    return status, orjson.loads(body)
+
+
+async def test_a_non_utf8_api_key_is_a_401(api):
+    status, body = await _raw(api, b"GET /api/v1/stats HTTP/1.1\r\nHost: t\r\nX-API-Key: \xff\xfe\x80key\r\n"
+                                   b"Connection: close\r\n\r\n")
+    assert status == 401
+    assert_error(body, "unauthorized")
+
+
+async def test_a_body_that_is_not_gzip_is_a_400_on_every_post_route(api):
+    doc = await _openapi(api)
+    posts = [path for path, ops in doc["paths"].items() if "post" in ops]
+    assert len(posts) >= 15
+    for path in posts:
+        status, body = await api.call("POST", path, data=b'{"not": "gzip"}',
+                                      headers={"Content-Encoding": "gzip", "Content-Type": "application/json"})
+        assert status == 400, (path, status, body)
+        assert_error(body, "bad_request")
+
+
+async def test_unicode_digits_and_odd_integers_in_the_query_are_400(api):
+    key = await api.register("alice")
+    for path, params in (("/api/v1/bootstrap", {"limit": "²"}), ("/api/v1/eval/history", {"limit": "²"}),
+                         ("/api/v1/eval/history", {"limit": "١٠"}), ("/api/v1/admin/synonyms", {"limit": "²"}),
+                         ("/api/v1/admin/tombstones", {"offset": "²"}), ("/api/v1/recall", {"query": "x", "top_k": "²"}),
+                         ("/api/v1/recall", {"query": "x", "min_score": "nan"}),
+                         ("/api/v1/recall", {"query": "x", "cache": "maybe"}),
+                         ("/api/v1/bootstrap", {"limit": " 5"}), ("/api/v1/bootstrap", {"limit": "1_0"})):
+        status, body = await api.call("GET", path, ADMIN_KEY if "admin" in path else key, params=params)
+        assert status == 400, (path, params, body)
+        assert_error(body, "invalid_request")
+        assert body["error"]["details"]["field"] in params, body
+
+
+async def test_expected_version_minus_minus_one_is_a_400(api):
+    key = await api.register("alice")
+    _, c = await api.commit(key, "to be deleted")
+    for bad in ("--1", "-1", "0", "1.5", "²", "", "99999999999"):
+        status, body = await api.call("DELETE", f"/api/v1/distilled/{c['memory_id']}", key,
+                                      params={"expected_version": bad})
+        assert status == 400, (bad, body)
+        assert_error(body, "invalid_request")
+    status, body = await api.call("DELETE", f"/api/v1/distilled/{c['memory_id']}", key,
+                                  params={"expected_version": "1"})
+    assert status == 200 and body["version"] == 2
+
+
+async def test_unknown_body_fields_are_refused_on_every_route_with_a_body(api):
+    key = await api.register("alice")
+    doc = await _openapi(api)
+    checked = 0
+    for path, ops in doc["paths"].items():
+        for method, op in ops.items():
+            if "requestBody" not in op:
+                continue
+            status, body = await api.call(method.upper(), _concrete(path), ADMIN_KEY, json={"namspace": "alice-main"})
+            assert status == 400, (method, path, body)
+            assert_error(body, "unknown_field")
+            assert body["error"]["details"] == {"field": "namspace", "in": "body"}, body
+            checked += 1
+    assert checked >= 16
+    # nested objects too: a typo inside a batch entry names its place
+    status, body = await api.call("POST", "/api/v1/batch-commit", key,
+                                  json={"entries": [{"content": "a"}, {"content": "b", "namspace": "shared"}]})
+    assert status == 400 and body["error"]["details"]["field"] == "entries[1].namspace"
+    assert await api.log_length() == 1   # only the registration: nothing was written
+
+
+async def test_unknown_query_parameters_are_refused_on_every_route(api):
+    key = await api.register("alice")
+    doc = await _openapi(api)
+    for path, ops in doc["paths"].items():
+        for method in ops:
+            status, body = await api.call(method.upper(), _concrete(path), key, params={"limt": "3"})
+            assert status == 400, (method, path, body)
+            assert_error(body, "unknown_field")
+            assert body["error"]["details"] == {"field": "limt", "in": "query"}
+    # documented parameters still work, and explicit nulls are refused rather than read as absent
+    status, _ = await api.call("GET", "/api/v1/bootstrap", key, params={"limit": "3"})
+    assert status == 200
+    status, body = await api.commit(key, "x", namespace=None)
+    assert status == 400 and body["error"]["details"]["field"] == "namespace"
+
+
+async def test_stats_show_an_agent_only_what_it_may_read(api):
+    alice = await api.register("alice")
+    bob = await api.register("bob")
+    await api.commit(bob, "bob's scratch", namespace="bob-ephemeral")
+    await api.commit(bob, "bob's main")
+    await api.commit(alice, "alice's scratch", namespace="alice-ephemeral")
+    _, c = await api.commit(alice, "for everyone", namespace="shared")
+    status, mine = await api.call("GET", "/api/v1/stats", alice, params={"after": c["position"]})
+    assert status == 200
+    assert mine["memories"]["by_namespace"] == {"alice-ephemeral": 1, "bob-main": 1, "shared": 1}
+    assert mine["memories"]["total"] == 3
+    status, everything = await api.call("GET", "/api/v1/stats", ADMIN_KEY)
+    assert everything["memories"]["by_namespace"] == {"alice-ephemeral": 1, "bob-ephemeral": 1, "bob-main": 1,
+                                                      "shared": 1}
+
+
+async def test_internal_agent_ids_are_reserved(api):
+    for agent_id in ("admin", "reaction", "scheduler", "system", "replica", "zhiyi", "zhiyi-sync"):
+        status, body = await api.call("POST", "/api/v1/agents/register", json={"agent_id": agent_id})
+        assert status == 400, (agent_id, body)
+        assert_error(body, "reserved_agent_id")
+        assert body["error"]["details"]["field"] == "agent_id"
+    await api.register("reactions-bot")   # a longer id that merely starts like one is an ordinary agent
