@@ -148,6 +148,11 @@ class EventStore:
             raise IdempotencyConflict(idempotency.key)
         return AppendResult(as_str(p).split(","), True, r if isinstance(r, bytes) else as_str(r).encode())
 
+    async def release(self, idempotency: Idempotency) -> None:
+        """Drop the record of an idempotency key whose append was confirmed and will not be retried
+        (the audit writer's batch keys: kept only while a batch's outcome may be unknown)."""
+        await self.redis.delete(keys.idempotency(idempotency.scope, idempotency.key))
+
     # ------------------------------------------------------------------ read
 
     async def read(self, start: str | None = None, end: str | None = None, count: int | None = None,
@@ -231,13 +236,17 @@ class EventStore:
         also catches a log that was lost and has since received new appends, whose time-based
         ids all lie beyond any old checkpoint.
         """
-        if epoch is not None:
-            found = await self.log_epoch()
-            if found != epoch:
-                raise LogResetError(reset_message(epoch, found))
-        if not checkpoint or checkpoint == positions.ZERO:
+        has_checkpoint = bool(checkpoint) and checkpoint != positions.ZERO
+        if epoch is None and not has_checkpoint:
             return
-        if entries(await self.redis.xrange(keys.STREAM, checkpoint, checkpoint, count=1)):
+        pipe = self.redis.pipeline(transaction=False)  # one round trip for both checks
+        pipe.get(keys.EPOCH)
+        if has_checkpoint:
+            pipe.xrange(keys.STREAM, checkpoint, checkpoint, count=1)
+        found, *rest = await pipe.execute()
+        if epoch is not None and (as_str(found) if found is not None else None) != epoch:
+            raise LogResetError(reset_message(epoch, as_str(found) if found is not None else None))
+        if not has_checkpoint or entries(rest[0]):
             return
         last = await self.last_position()
         raise LogResetError(

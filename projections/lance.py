@@ -55,8 +55,10 @@ def vectors_from_arrow(column: pa.ChunkedArray | pa.Array, dim: int) -> np.ndarr
 class WriterLock:
     """An exclusive, non-blocking `flock` on `<directory>/.writer.lock` (released on close/exit)."""
 
+    FILENAME = ".writer.lock"
+
     def __init__(self, directory: Path) -> None:
-        self.path = directory / ".writer.lock"
+        self.path = directory / self.FILENAME
         self._fd: int | None = None
 
     def acquire(self) -> None:

@@ -97,6 +97,9 @@ class RecallCounts(ProjectionFollower):
     def _read(self, since: int) -> tuple[dict[str, tuple[int, str]], int] | None:
         return self.reader.changed_since(since)
 
+    def _forget(self) -> None:
+        self._totals = {}
+
     def _apply(self, changes: tuple[dict[str, tuple[int, str]], int]) -> None:
         totals, latest = changes
         if latest < self._change:  # the projection was rebuilt: read through until reloaded

@@ -71,6 +71,16 @@ class ProjectionFollower:
         if changes is not None:
             self._apply(changes)
 
+    async def reset(self) -> None:
+        """Forget the view now: its projection was replaced (`zhiyi replay --in-place`), whose
+        change numbers start again. The next lookup reloads it."""
+        await self.close()
+        self._forget()
+        self._restart()
+
+    def _forget(self) -> None:
+        """Drop what the view holds (subclasses)."""
+
     def _restart(self) -> None:
         """Forget everything (a rebuilt projection): the next lookup reloads it."""
         self._change, self._checked = -1, float("-inf")

@@ -68,6 +68,9 @@ class PrefetchPartners(ProjectionFollower):
     def _read(self, since: int) -> tuple[bool, list[Edge], int] | None:
         return read_changes(self.reader, since, self.min_weight)
 
+    def _forget(self) -> None:
+        self._partners = {}
+
     def _apply(self, changes: tuple[bool, list[Edge], int]) -> None:
         full, edges, latest = changes
         if full:
