@@ -10,6 +10,7 @@ from aiohttp import web
 from events.clock import SystemClock
 from gateway.appkeys import CLOCK, EMBEDDER, SETTINGS
 from gateway.auth import PRINCIPAL, auth_middleware
+from gateway.epoch_guard import epoch_middleware
 from gateway.errors import error_middleware
 from gateway.request_schema import unknown_query_middleware
 from gateway.handlers import (
@@ -37,7 +38,7 @@ def create_app(settings: Settings, *, embedder=None, clock=None) -> web.Applicat
     `clock` (events.clock) is the scheduler's and the query-time scores' now; the system clock by default."""
     app = web.Application(
         client_max_size=settings.max_body_bytes,
-        middlewares=[access_log_middleware, error_middleware, auth_middleware, unknown_query_middleware],
+        middlewares=[access_log_middleware, error_middleware, epoch_middleware, auth_middleware, unknown_query_middleware],
     )
     app[SETTINGS] = settings
     if embedder is not None:

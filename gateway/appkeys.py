@@ -32,3 +32,4 @@ PROJECTORS = web.AppKey("projectors", list)  # names of the projectors this depl
 BACKGROUND = web.AppKey("background", set)   # fire-and-forget tasks (recall.served), drained on shutdown
 RUNNER_TASKS = web.AppKey("runner_tasks", list)
 STOPPING = web.AppKey("stopping", asyncio.Event)
+EPOCH_GUARD = web.AppKey("epoch_guard", object)  # gateway.epoch_guard.EpochGuard (log_reset before auth)

@@ -104,6 +104,7 @@ async def run_eval_command(args: argparse.Namespace, settings: Settings, out: Te
     from projections.queries.activity import ActivityReader
     from projections.queries.synonyms import SynonymsReader
     from projections.reader import MemoriesReader
+    from projections.epoch import open_projections_epoch
     from projections.registry import projection_dir
 
     redis = connect(settings.redis_url)
@@ -115,6 +116,7 @@ async def run_eval_command(args: argparse.Namespace, settings: Settings, out: Te
     synonyms = SynonymsReader(projection_dir(settings.data_dir, "synonyms"))
     activity = ActivityReader(projection_dir(settings.data_dir, "activity"))
     try:
+        await open_projections_epoch(store, settings.data_dir)  # a wiped log: refused (log_reset), not restarted
         if args.eval_command == "history":
             data = await history(store, args.limit)
             out.write(orjson.dumps(data).decode() + "\n") if args.json else _print_history(data, out)

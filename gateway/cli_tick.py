@@ -38,6 +38,7 @@ async def run_tick_command(args: argparse.Namespace, settings: Settings, out: Te
     from projections.queries.activity import ActivityReader
     from projections.queries.graph import GraphReader
     from projections.reader import MemoriesReader
+    from projections.epoch import open_projections_epoch
     from projections.registry import projection_dir
     from projections.waiter import CheckpointWaiter
 
@@ -52,6 +53,7 @@ async def run_tick_command(args: argparse.Namespace, settings: Settings, out: Te
     scheduler = Scheduler(store, CommandService(store, settings.limits), reader, activity, CheckpointWaiter(store),
                           SystemClock(), graph=graph, capacity=settings.forget_capacity, wait_s=WAIT_S)
     try:
+        await open_projections_epoch(store, settings.data_dir)  # a wiped log: refused (log_reset), not restarted
         report = await scheduler.tick(dry_run=args.dry_run, capacity=args.capacity)
     except SchedulerLag as exc:
         print(f"zhiyi tick: the projections have not reached {exc.position} in {WAIT_S:.0f} s "

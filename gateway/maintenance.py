@@ -12,7 +12,9 @@ from events.store import EventStore
 from gateway.settings import Settings
 from projections.embedding import make_embedder
 from projections import replay as rebuilds
+from projections.registry import projections_root
 from projections.replay import ProjectionDigest
+from projections.replay_in_place import rebuild_in_place
 
 
 def _embedder(settings: Settings):
@@ -64,6 +66,30 @@ async def replay(settings: Settings, into: Path, *, until: str | None, verify: b
     finally:
         embedder.close()
         await redis.aclose()
+
+
+async def replay_in_place(settings: Settings, *, as_json: bool) -> int:
+    """`zhiyi replay --in-place`: see projections.replay_in_place."""
+    redis = connect(settings.redis_url)
+    store = EventStore(redis, origin="replay")
+    embedder = _embedder(settings)
+    try:
+        done = await rebuild_in_place(store, settings.data_dir, embedder)
+    finally:
+        embedder.close()
+        await redis.aclose()
+    kept = str(done.kept.resolve()) if done.kept else None
+    if as_json:
+        print(orjson.dumps({"epoch": done.epoch, "previous_epoch": done.previous_epoch, "kept": kept,
+                            "projections": _rows(done.digests)}).decode())
+        return 0
+    _print(done.digests, f"rebuilt {projections_root(settings.data_dir).resolve()} from the log (epoch {done.epoch}):",
+           False)
+    print(f"the previous projections (epoch {done.previous_epoch or 'none recorded'}) are kept in {kept}"
+          if kept else "there were no previous projections")
+    print("a running zhiyi serves again from the rebuilt projections; agents registered only in a lost log "
+          "must register again")
+    return 0
 
 
 async def _verify(store: EventStore, settings: Settings, into: Path, embedder, as_json: bool) -> int:

@@ -22,10 +22,11 @@ from events.cache import RecallCache
 from events.redis_client import connect
 from events.store import EventStore
 from gateway.appkeys import (
-    ACTIVITY, AUDIT, BACKGROUND, CLOCK, COMMANDS, EMBEDDER, EVAL, GRAPH, PROJECTORS, REACTIONS, READER, RECALL, RECALL_CACHE,
+    ACTIVITY, AUDIT, BACKGROUND, CLOCK, COMMANDS, EMBEDDER, EPOCH_GUARD, EVAL, GRAPH, PROJECTORS, REACTIONS, READER, RECALL, RECALL_CACHE,
     RERANKER, RUNNER_TASKS, SCHEDULER, SETTINGS, STOPPING, STORE, SYNONYMS, TOMBSTONES, WAITER,
 )
 from gateway.audit import AuditWriter
+from gateway.epoch_guard import EpochGuard
 from gateway.settings import Settings
 from projections.embedding import make_embedder
 from projections.embedding_process import ProcessEmbedder
@@ -36,10 +37,10 @@ from projections.queries.recall import RecallService
 from projections.queries.synonyms import SynonymsReader
 from projections.queries.tombstones import TombstonesReader
 from projections.reader import MemoriesReader
-from projections.registry import NAMES, make_projectors, projection_dir
+from projections.registry import NAMES, projection_dir
 from projections.rerank import make_reranker
 from projections.serving_index import ServingIndex
-from projections.runner import ProjectionRunner
+from projections.runner_set import RunnerSet
 from projections.waiter import CheckpointWaiter
 
 log = structlog.get_logger(__name__)
@@ -91,6 +92,18 @@ async def warm_up(embedder) -> None:
         log.exception("embedding.warm_up_failed")
 
 
+async def reopen_readers(app: web.Application, *followers) -> None:
+    """The projections were swapped (`zhiyi replay --in-place`): drop every handle on the old folder;
+    each reader reopens the new one on its next use, the serving index reloads."""
+    app[COMMANDS].forget_agents()  # registrations of a lost log must not authenticate
+    for reader in (app[READER], app[ACTIVITY], app[GRAPH], app[TOMBSTONES], app[SYNONYMS]):
+        reader.close()
+    for follower in followers:
+        await follower.reset()
+    await app[RECALL].index.close()
+    await app[RECALL].index.refresh()
+
+
 async def resources(app: web.Application) -> AsyncIterator[None]:
     settings = app[SETTINGS]
     redis = connect(settings.redis_url)
@@ -103,6 +116,9 @@ async def resources(app: web.Application) -> AsyncIterator[None]:
     waiter = CheckpointWaiter(store, poll_s=0.02 if settings.run_projectors else 0.005)
     reader = MemoriesReader(projection_dir(settings.data_dir, "memories"))
     app[STORE] = store
+    # the projections' epoch, expected by every append from now on (before any runner can append)
+    app[EPOCH_GUARD] = EpochGuard(store, settings.data_dir)
+    await app[EPOCH_GUARD].open()
     if owns_embedder:
         app[EMBEDDER] = embedder
     app[WAITER] = waiter
@@ -138,14 +154,11 @@ async def resources(app: web.Application) -> AsyncIterator[None]:
         app[BACKGROUND].add(warm)
         warm.add_done_callback(app[BACKGROUND].discard)
     await app[RECALL].index.refresh()  # starts loading the serving index; LanceDB serves meanwhile
-    projectors = []
-    if settings.run_projectors:
-        projectors = [p for p in make_projectors(settings.data_dir, embedder)
-                      if not settings.projectors_only or p.name in settings.projectors_only]
-        for p in projectors:
-            runner = ProjectionRunner(store, p, notify=waiter.notify)
-            app[RUNNER_TASKS].append(asyncio.create_task(runner.run(app[STOPPING]), name=f"projector:{p.name}"))
-        log.info("projectors.started", names=[p.name for p in projectors])
+    if settings.run_projectors:  # they stop, wait and reopen through a reset log (projections.runner_set)
+        runners = RunnerSet(store, settings.data_dir, embedder, only=settings.projectors_only, notify=waiter.notify)
+        app[RUNNER_TASKS].append(asyncio.create_task(runners.run(app[STOPPING]), name="projectors"))
+        log.info("projectors.started", only=settings.projectors_only or "all")
+    app[EPOCH_GUARD].reopen = lambda epoch: reopen_readers(app, recall_counts, partners)
     app[SCHEDULER] = Scheduler(store, app[COMMANDS], reader, app[ACTIVITY], waiter, app[CLOCK], graph=app[GRAPH],
                                capacity=settings.forget_capacity, wait_s=settings.projection_wait_s)
     app[REACTIONS] = None
@@ -172,8 +185,6 @@ async def resources(app: web.Application) -> AsyncIterator[None]:
         await _stop_tasks(app[RUNNER_TASKS], grace_s=10.0)
         if app[BACKGROUND]:
             await _bounded(asyncio.gather(*app[BACKGROUND], return_exceptions=True), "background")
-        for p in projectors:
-            await _bounded(p.close(), f"projector:{p.name}")
         await _bounded(app[RECALL].index.close(), "serving_index")
         await _bounded(recall_counts.close(), "recall_counts")
         await _bounded(partners.close(), "prefetch_partners")

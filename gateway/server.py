@@ -16,8 +16,8 @@ from gateway.app import create_app
 from gateway.runtime import warm_up
 from gateway.settings import Settings
 from projections.embedding import make_embedder
-from projections.registry import make_projectors
-from projections.runner import ProjectionRunner
+from projections.registry import NAMES
+from projections.runner_set import RunnerSet
 
 log = structlog.get_logger(__name__)
 
@@ -56,22 +56,24 @@ async def run_projectors(settings: Settings) -> int:
     embedder = make_embedder(bge_endpoint=settings.bge_endpoint, bge_api_key=settings.bge_api_key,
                              bge_model=settings.bge_model, cache_path=str(settings.embedding_cache_path),
                              threads=settings.embedding_threads)
-    projectors = [p for p in make_projectors(settings.data_dir, embedder)
-                  if not settings.projectors_only or p.name in settings.projectors_only]
-    if not projectors:
+    names = [n for n in NAMES if not settings.projectors_only or n in settings.projectors_only]
+    if not names:
         log.error("projectors.none", only=settings.projectors_only)
         return 2
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    tasks = [asyncio.create_task(ProjectionRunner(store, p).run(stop), name=p.name) for p in projectors]
+    # one task for all: it stops, waits and reopens them through a reset log (projections.runner_set)
+    runners = RunnerSet(store, settings.data_dir, embedder, only=tuple(names))
+    tasks = [asyncio.create_task(runners.run(stop), name="projectors")]
     await _report_ready(embedder, settings.ready_file)
-    log.info("projectors.running", names=[p.name for p in projectors])
+    log.info("projectors.running", names=names)
     rc = 0
     try:
         while not stop.is_set():
-            await store.heartbeat(settings.instance_id, "projector:" + ",".join(p.name for p in projectors))
+            await store.heartbeat(settings.instance_id, "projector:" + ",".join(names)
+                                  + (" waiting:log_reset" if runners.waiting else ""))
             done = [t for t in tasks if t.done()]
             if done:
                 for t in done:
@@ -85,9 +87,6 @@ async def run_projectors(settings: Settings) -> int:
     finally:
         stop.set()
         await asyncio.gather(*tasks, return_exceptions=True)
-        for p in projectors:
-            with contextlib.suppress(Exception):
-                await p.close()
         embedder.close()
         await redis.aclose()
     return rc

@@ -17,6 +17,7 @@ from typing import Any
 import structlog
 
 from events.store import EventStore
+from projections.epoch import save_epoch
 from projections.errors import ProjectionError, RebuildTargetNotEmpty
 from projections.projector import Maintainable, Projector
 from projections.registry import make_projectors, projections_root
@@ -51,8 +52,9 @@ REBUILD_BATCH = 2000  # offline: bigger batches than the live runner amortise pe
 
 
 async def _fold(store: EventStore, projector: Projector, until: str | None,
-                batch_size: int = REBUILD_BATCH) -> ProjectionDigest:
-    runner = ProjectionRunner(store, projector, publish=False, maintain_every_s=math.inf, batch_size=batch_size)
+                batch_size: int = REBUILD_BATCH, epoch: str | None = None) -> ProjectionDigest:
+    runner = ProjectionRunner(store, projector, publish=False, maintain_every_s=math.inf, batch_size=batch_size,
+                              epoch=epoch)
     position = await runner.catch_up(until)
     if runner.events_applied and isinstance(projector, Maintainable):
         await projector.maintain()  # leave a compact table behind (digest unchanged)
@@ -66,8 +68,11 @@ async def rebuild(store: EventStore, directory: Path, embedder: Any,
 
     `until` (inclusive) is one position for every projector, or a {name: position} map; a
     projector mapped to None folds nothing (its live counterpart has applied nothing yet).
+    The log's epoch is checked before every read (a log wiped meanwhile fails the rebuild) and
+    recorded with the projections (projections.epoch) when the log has one.
     """
     _require_empty(Path(directory))
+    epoch = await store.log_epoch()
     projectors = make_projectors(Path(directory), embedder, offline=True)
     out: dict[str, ProjectionDigest] = {}
     try:
@@ -79,12 +84,14 @@ async def rebuild(store: EventStore, directory: Path, embedder: Any,
                     continue
             else:
                 target = until
-            out[p.name] = await _fold(store, p, target, batch_size)
+            out[p.name] = await _fold(store, p, target, batch_size, epoch)
             log.info("replay.rebuilt", projector=p.name, position=out[p.name].position,
                      events=out[p.name].events, digest=out[p.name].digest)
     finally:
         for p in projectors:
             await p.close()
+    if epoch is not None:
+        save_epoch(Path(directory), epoch)
     return out
 
 

@@ -2,9 +2,11 @@
 
 - `catch_up(until)` folds everything after the checkpoint up to `until` (or the end) and
   returns the checkpoint; `run(stop)` tails forever (`XREAD BLOCK`) until `stop` is set.
-- Before starting and before every read it calls `store.check_not_reset(checkpoint)`: a
-  checkpoint whose event is not in the log (`LogResetError`: the log was lost or replaced)
-  stops the runner loudly, never silently.
+- Before starting and before every read it calls `store.check_not_reset(checkpoint, epoch)`: a
+  checkpoint whose event is not in the log, or a log whose epoch is not the one the projection
+  was folded from (`epoch`, see projections.epoch) — `LogResetError`: the log was lost or
+  replaced — stops the runner loudly, never silently. A Redis that cannot be reached is not a
+  reset: that is retried like any transient error.
 - Reading the next batches (and the projector's optional `prepare`, e.g. embedding: one call
   per batch) overlaps with applying the current one; `prefetch` batches are read ahead, so on a
   multi-core box several batches are embedded at once.
@@ -60,6 +62,7 @@ class ProjectionRunner:
     transient: tuple[type[BaseException], ...] = TRANSIENT
     backoff_max_s: float = 5.0
     clock: Callable[[], float] = time.monotonic
+    epoch: str | None = None          # the log the projection was folded from; None: not checked (scratch rebuilds)
     checkpoint: str | None = field(default=None, init=False)
     events_applied: int = field(default=0, init=False)
     _dirty: bool = field(default=False, init=False)
@@ -112,7 +115,7 @@ class ProjectionRunner:
     async def _start(self, stop: asyncio.Event | None) -> str | None:
         self.checkpoint = await self.projector.load_checkpoint()
         cp = self.checkpoint
-        await self._retry(lambda: self.store.check_not_reset(cp), "check", stop)
+        await self._retry(lambda: self.store.check_not_reset(cp, self.epoch), "check", stop)
         if self.publish and cp:
             await self._retry(lambda: self.store.publish_checkpoint(self.name, cp), "publish", stop)
         log.info("projection.started", projector=self.name, position=cp)
@@ -181,7 +184,7 @@ class ProjectionRunner:
                 after = cursor
 
                 async def once() -> list[Event]:
-                    await self.store.check_not_reset(after)
+                    await self.store.check_not_reset(after, self.epoch)
                     return await read(after)
 
                 batch = await self._retry(once, "read", halt)

@@ -89,6 +89,15 @@ class ReactionsRunner:
                 log.warning("reactions.redis_error", error=str(exc), retry_in_s=delay)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
+            except redis.exceptions.ResponseError as exc:
+                if not _group_lost(exc):
+                    raise
+                # the stream (and its group) was deleted: a wiped log (see events.keys.EPOCH); the group
+                # is created again, so the reactions go on with the log rebuilt by `zhiyi replay --in-place`
+                log.error("reactions.group_lost", error=str(exc), retry_in_s=delay)
+                self._group_ready = False
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
 
     async def step(self, *, own_pending: bool = False) -> int:
         """Claim stale events of dead workers, then read (and handle) one batch; returns events handled."""
@@ -184,3 +193,7 @@ class ReactionsRunner:
             res = await self.store.append(follow_ups, idempotency=Idempotency("reaction", key, key))
             log.info("reactions.applied", cause=event.position, policy=policy.name, events=len(follow_ups),
                      duplicate=res.duplicate, position=res.position)
+
+
+def _group_lost(exc: Exception) -> bool:
+    return "NOGROUP" in str(exc) or "no longer exists" in str(exc)

@@ -6,11 +6,12 @@ import asyncio
 
 from aiohttp import web
 
-from commands.error_codes import ErrorCode
 from events import positions
-from gateway.appkeys import PROJECTORS, READER, STORE
-from gateway.openapi import openapi_document
+from commands.error_codes import ErrorCode
+from events.errors import LogResetError
+from gateway.appkeys import EPOCH_GUARD, PROJECTORS, READER, STORE
 from gateway.errors import error_response
+from gateway.openapi import openapi_document
 from gateway.requests import acting_agent, after_param, json_response, wait_for_projections
 
 
@@ -31,8 +32,15 @@ async def health(request: web.Request) -> web.Response:
     body: dict = {"status": "ok" if redis_ok else "degraded", "redis": redis_ok}
     if redis_ok:
         last, projectors = await _projector_status(store, request.app[PROJECTORS])
-        body["log"] = {"last_position": last}
+        guard = request.app[EPOCH_GUARD]
+        body["log"] = {"last_position": last, "epoch": await store.log_epoch()}
+        body["projections"] = {"epoch": guard.serving}
         body["projectors"] = projectors
+        try:
+            await guard.check()
+        except LogResetError as exc:  # the one error shape, the health document in its details
+            body["status"] = "log_reset"
+            return error_response(503, ErrorCode.LOG_RESET, str(exc), body)
     if not redis_ok:  # the one error shape, the health document in its details
         return error_response(503, ErrorCode.UNAVAILABLE, "the event log (Redis) is unreachable", body)
     return json_response(body)

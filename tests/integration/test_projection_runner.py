@@ -11,6 +11,7 @@ import redis.exceptions
 from events import positions
 from events.catalogue import MemoryCommitted, new_event
 from events.errors import LogResetError
+from events.store import EventStore
 from projections.hash_embedder import HashEmbedder
 from projections.memories import MemoriesProjector
 from projections.runner import ProjectionRunner
@@ -117,7 +118,10 @@ async def test_a_reset_log_stops_the_runner_loudly(store, redis, tmp_path: Path)
     stop = asyncio.Event()
     with pytest.raises(LogResetError):
         await asyncio.wait_for(ProjectionRunner(store, p, block_ms=50).run(stop), 5.0)
-    await append_n(store, 10, 2)  # new appends after the loss: every new id lies beyond the old checkpoint
+    with pytest.raises(LogResetError):  # this store expects the lost log's epoch: nothing is appended
+        await append_n(store, 10, 2)
+    # new appends by someone else after the loss: every new id lies beyond the old checkpoint
+    await append_n(EventStore(redis, origin="other"), 10, 2)
     with pytest.raises(LogResetError):
         await ProjectionRunner(store, p).catch_up()
     await p.close()

