@@ -18,7 +18,9 @@ import structlog
 
 from commands.errors import Forbidden, InvalidCommand, NotFound
 from commands.model import Limits
-from commands.parsing import AGENT_ID_RE, MEMORY_ID_RE, NAMESPACE_RE, opt_int, opt_str, require_object, str_list
+from commands.parsing import (
+    AGENT_ID_RE, MEMORY_ID_RE, NAMESPACE_RE, is_text, opt_int, opt_str, present, require_object, str_list,
+)
 from events import positions
 from events.catalogue import EvalCompleted, GoldenSetCreated, new_event
 from events.store import EventStore
@@ -70,7 +72,7 @@ def _parse_query(raw: Any, i: int, limits: Limits) -> EvalQuery:
         raise _fail(where, "must be an object {query, expected_ids, tag?, agent_id?}")
     try:
         query = opt_str(raw, "query", max_chars=limits.max_query_chars)
-        if query is None or not query.strip():
+        if query is None or not is_text(query):
             raise _fail("query", "is required and must not be empty")
         if not isinstance(raw.get("expected_ids"), list) or not raw["expected_ids"]:
             raise _fail("expected_ids", "must be a non-empty list of memory ids")
@@ -89,7 +91,7 @@ def parse_run(body: Any, limits: Limits) -> RunEval:
     top_k = opt_int(body, "top_k", minimum=1, maximum=limits.max_top_k, default=DEFAULT_TOP_K)
     namespace = opt_str(body, "namespace", max_chars=64, pattern=NAMESPACE_RE)
     golden_id = opt_str(body, "golden_set_id", max_chars=64, pattern=GOLDEN_ID_RE)
-    raw = body.get("queries")
+    raw = present(body, "queries")
     if raw is None:
         return RunEval(None, golden_id, top_k or DEFAULT_TOP_K, namespace)
     if golden_id is not None:

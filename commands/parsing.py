@@ -24,6 +24,9 @@ NAMESPACE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 MEMORY_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 IDEMPOTENCY_KEY_RE = re.compile(r"^[\x21-\x7e]{1,128}$")
 MAX_VERSION = 2**31 - 1
+# "Not blank" = has a character that no engine counts as white space (Python's str.isspace, ECMA-262's
+# \s and Unicode White_Space differ on \x1c-\x1f, \x85 and \ufeff): the API document states the same class.
+NON_BLANK_RE = re.compile("[^ \t\n\r\x0b\x0c\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]")
 CONTROL_CHARS_RE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 # Ids the system acts as itself (the admin key, reactions, the scheduler, replicas): no agent may take them,
 # or its idempotency keys and events would share their space.
@@ -38,11 +41,16 @@ def _fail(field: str, message: str, **extra: Any) -> InvalidCommand:
     return InvalidCommand(f"{field}: {message}", {"field": field, **extra})
 
 
+def is_text(value: str) -> bool:
+    """Not blank: at least one character that is not white space by any definition (NON_BLANK_RE)."""
+    return NON_BLANK_RE.search(value) is not None
+
+
 def is_reserved_agent_id(agent_id: str) -> bool:
     return agent_id in RESERVED_AGENT_IDS or agent_id.startswith(RESERVED_AGENT_PREFIX)
 
 
-def _present(body: dict, field: str) -> Any:
+def present(body: dict, field: str) -> Any:
     """The field's value, None when absent; an explicit JSON null is refused (the document has no nulls)."""
     if field not in body:
         return None
@@ -60,7 +68,7 @@ def require_object(body: Any, what: str = "body") -> dict:
 
 def opt_str(body: dict, field: str, *, max_chars: int, default: str | None = None,
             pattern: re.Pattern | None = None, choices: tuple[str, ...] | None = None) -> str | None:
-    value = _present(body, field)
+    value = present(body, field)
     if value is None:
         return default
     if not isinstance(value, str):
@@ -75,7 +83,7 @@ def opt_str(body: dict, field: str, *, max_chars: int, default: str | None = Non
 
 
 def opt_int(body: dict, field: str, *, minimum: int, maximum: int, default: int | None = None) -> int | None:
-    value = _present(body, field)
+    value = present(body, field)
     if value is None:
         return default
     if isinstance(value, float) and value.is_integer():  # JSON has one number type: 3.0 is the integer 3
@@ -88,7 +96,7 @@ def opt_int(body: dict, field: str, *, minimum: int, maximum: int, default: int 
 
 
 def opt_float(body: dict, field: str, *, minimum: float, maximum: float) -> float | None:
-    value = _present(body, field)
+    value = present(body, field)
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -100,7 +108,7 @@ def opt_float(body: dict, field: str, *, minimum: float, maximum: float) -> floa
 
 def str_list(body: dict, field: str, *, max_items: int, max_chars: int,
              pattern: re.Pattern | None = None) -> tuple[str, ...]:
-    value = _present(body, field)
+    value = present(body, field)
     if value is None:
         return ()
     if not isinstance(value, list):
@@ -109,7 +117,7 @@ def str_list(body: dict, field: str, *, max_items: int, max_chars: int,
         raise _fail(field, f"must have at most {max_items} items", limit=max_items)
     out: list[str] = []
     for i, item in enumerate(value):
-        if not isinstance(item, str) or not item.strip():
+        if not isinstance(item, str) or not is_text(item):
             raise _fail(field, f"item {i} must be a non-empty string")
         if len(item) > max_chars:
             raise _fail(field, f"item {i} must be at most {max_chars} characters", limit=max_chars)
@@ -157,7 +165,7 @@ def parse_commit(body: Any, limits: Limits) -> CommitMemory:
 
 def parse_batch(body: Any, limits: Limits) -> BatchCommit:
     body = require_object(body)
-    entries = _present(body, "entries")
+    entries = present(body, "entries")
     if entries is None:
         raise _fail("entries", "is required")
     if not isinstance(entries, list):
@@ -195,12 +203,12 @@ def _memory_id(body: dict) -> str:
 
 
 def _content(body: dict, limits: Limits) -> str:
-    content = _present(body, "content")
+    content = present(body, "content")
     if content is None:
         raise _fail("content", "is required")
     if not isinstance(content, str):
         raise _fail("content", "must be a string")
-    if not content.strip():
+    if not is_text(content):
         raise _fail("content", "must not be empty")
     if len(content) > limits.max_content_chars:
         raise _fail("content", f"must be at most {limits.max_content_chars} characters",
@@ -211,8 +219,9 @@ def _content(body: dict, limits: Limits) -> str:
 
 
 def _reason(body: dict, *, required: bool) -> str:
-    reason = (opt_str(body, "reason", max_chars=1_000) or "").strip()
-    if required and not reason:
+    raw = opt_str(body, "reason", max_chars=1_000) or ""
+    reason = raw.strip()
+    if required and not is_text(raw):
         raise _fail("reason", "is required and must not be empty")
     return reason
 
@@ -244,7 +253,7 @@ def parse_add_synonyms(body: Any, limits: Limits) -> AddSynonyms:
     """{term, synonyms: [...], namespace?}: non-empty strings, no control characters, bounded."""
     body = require_object(body)
     term = opt_str(body, "term", max_chars=limits.max_synonym_chars)
-    if term is None or not term.strip():
+    if term is None or not is_text(term):
         raise _fail("term", "is required and must not be empty")
     if "synonyms" not in body:
         raise _fail("synonyms", "is required")

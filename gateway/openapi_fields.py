@@ -9,13 +9,12 @@ from typing import Any
 
 from commands.model import Limits
 from commands.parsing import (
-    AGENT_ID_RE, CONTROL_CHARS_RE, IDEMPOTENCY_KEY_RE, MAX_VERSION, MEMORY_ID_RE, NAMESPACE_RE, RESERVED_AGENT_IDS,
-    RESERVED_AGENT_PREFIX,
+    AGENT_ID_RE, CONTROL_CHARS_RE, IDEMPOTENCY_KEY_RE, MAX_VERSION, MEMORY_ID_RE, NAMESPACE_RE, NON_BLANK_RE,
+    RESERVED_AGENT_IDS, RESERVED_AGENT_PREFIX,
 )
 
 LIMITS = Limits()
 _NS = NAMESPACE_RE.pattern.strip("^$")
-_NO_CONTROL = "[^" + CONTROL_CHARS_RE.pattern.strip("[]") + "]"
 
 POSITION = {"type": "string", "pattern": r"^[0-9]{1,20}-[0-9]{1,20}$",
             "description": "Stream position (opaque; compare as (ms, seq))"}
@@ -39,19 +38,19 @@ BOOLEAN = {"type": "boolean"}
 
 
 def text(max_length: int, *, blank: bool = True, control: bool = True, **extra: Any) -> dict:
-    """A string of at most `max_length` characters; `blank=False`: with a non-space character
-    (the server strips); `control=False`: without control characters (C0, DEL, C1)."""
+    """A string of at most `max_length` characters; `blank=False`: with a character that is not white
+    space (NON_BLANK_RE, unanchored); `control=False`: without control characters (C0, DEL, C1)."""
     schema: dict[str, Any] = {"type": "string", "maxLength": max_length, **extra}
-    char = "." if control else _NO_CONTROL
     if not blank:
         schema["minLength"] = 1
-        schema["pattern"] = rf"\S" if control else rf"^{char}*[^\s\x00-\x1f\x7f-\x9f]{char}*$"
-    elif not control:
-        schema["pattern"] = f"^{char}*$"
+        schema["pattern"] = NON_BLANK_RE.pattern
+    if not control:
+        schema["not"] = {"pattern": CONTROL_CHARS_RE.pattern}
     return schema
 
 
-CONTENT = {**text(LIMITS.max_content_chars, blank=False), "pattern": r"^[^\x00]*[^\s\x00][^\x00]*$"}
+CONTENT = {**text(LIMITS.max_content_chars, blank=False), "not": {"pattern": "\\x00"},
+           "description": "not blank, no NUL character"}
 TAGS = {"type": "array", "maxItems": LIMITS.max_tags, "items": text(LIMITS.max_tag_chars, blank=False)}
 
 

@@ -8,10 +8,10 @@ import signal
 from pathlib import Path
 
 import structlog
-from aiohttp import web
 
 from events.redis_client import connect
 from events.store import EventStore
+from gateway import http_server
 from gateway.app import create_app
 from gateway.runtime import warm_up
 from gateway.settings import Settings
@@ -37,8 +37,7 @@ def serve_forever(settings: Settings) -> None:
     """Serve until SIGINT/SIGTERM; aiohttp then runs the cleanup contexts (drain, checkpoints)."""
     loop = new_event_loop()
     asyncio.set_event_loop(loop)
-    web.run_app(create_app(settings), host=settings.host, port=settings.port, access_log=None, print=None,
-                shutdown_timeout=10, handle_signals=True, loop=loop)
+    http_server.run(create_app(settings), settings.host, settings.port, loop=loop, shutdown_timeout=10)
 
 
 async def _report_ready(embedder, ready_file: Path | None) -> None:

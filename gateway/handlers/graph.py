@@ -9,7 +9,7 @@ import asyncio
 from aiohttp import web
 
 from commands.error_codes import ErrorCode
-from commands.parsing import NAMESPACE_RE, opt_int, opt_str, require_object, str_list
+from commands.parsing import NAMESPACE_RE, is_text, opt_int, opt_str, require_object, str_list
 from gateway.appkeys import GRAPH, SETTINGS
 from gateway.errors import ApiError
 from gateway.handlers.recall import namespaces_param, resolve_scope
@@ -79,7 +79,7 @@ async def query(request: web.Request) -> web.Response:
     body, _ = await json_body(request)
     body = require_object(body)
     text = opt_str(body, "query", max_chars=QUERY_MAX)
-    if not text or not text.strip():
+    if not text or not is_text(text):
         raise ApiError(400, ErrorCode.INVALID_REQUEST, "query: is required", {"field": "query"})
     try:
         parsed = parse(text)

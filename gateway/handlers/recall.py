@@ -11,7 +11,7 @@ from aiohttp import web
 
 from commands.error_codes import ErrorCode
 from commands.model import Actor, Limits
-from commands.parsing import NAMESPACE_RE, opt_float, opt_int, opt_str, str_list
+from commands.parsing import NAMESPACE_RE, is_text, opt_float, opt_int, opt_str, str_list
 from events.vocabulary import EPHEMERAL_SUFFIX, SHARED_NAMESPACE
 from events.catalogue import RecallServed, new_event
 from gateway.appkeys import AUDIT, READER, RECALL, RECALL_CACHE, SETTINGS, STORE
@@ -72,7 +72,7 @@ def parse_recall(body: dict, limits: Limits) -> tuple[str, int, str | None, tupl
     query = opt_str(body, "query", max_chars=limits.max_query_chars)
     if query is None:
         raise ApiError(400, ErrorCode.INVALID_REQUEST, "query: is required", {"field": "query"})
-    if not query.strip():
+    if not is_text(query):
         raise ApiError(400, ErrorCode.INVALID_REQUEST, "query: must not be empty", {"field": "query"})
     top_k = opt_int(body, "top_k", minimum=1, maximum=limits.max_top_k, default=10)
     namespace = opt_str(body, "namespace", max_chars=64, pattern=NAMESPACE_RE)
