@@ -18,6 +18,7 @@ from commands.reactions.quality import QualityNoticePolicy
 from commands.reactions.runner import ReactionsRunner
 from commands.reactions.validator import PassiveValidatorPolicy
 from commands.scheduler import Scheduler
+from events.append_call import require_durable
 from events.cache import RecallCache
 from events.redis_client import connect
 from events.store import EventStore
@@ -107,6 +108,12 @@ async def reopen_readers(app: web.Application, *followers) -> None:
 async def resources(app: web.Application) -> AsyncIterator[None]:
     settings = app[SETTINGS]
     redis = connect(settings.redis_url)
+    if settings.durable:  # refuse to start rather than acknowledge writes whose fsync cannot be confirmed
+        try:
+            await require_durable(redis)
+        except BaseException:
+            await redis.aclose()
+            raise
     store = EventStore(redis, origin=settings.instance_id, durable=settings.durable)
     owns_embedder = EMBEDDER not in app
     embedder = app[EMBEDDER] if not owns_embedder else make_embedder(
