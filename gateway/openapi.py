@@ -164,7 +164,7 @@ def openapi_document() -> dict:
                                              "responses": {"200": {"description": "OpenAPI document"},
                                                            **_errors()}}},
             "/api/v1/agents/register": {"post": {
-                "summary": "Register an agent (admin key); its API key works at once",
+                "summary": "Register an agent (admin key); its API key works at once", "parameters": [IDEMPOTENCY],
                 "requestBody": {"required": True, "content": {"application/json": {"schema": _ref("RegisterRequest")}}},
                 "responses": {"201": _json(_ref("RegisterResponse"), "Registered"),
                               **_errors("400", "401", "403", "409", "413", "422")}}},
@@ -198,11 +198,11 @@ def openapi_document() -> dict:
             "/api/v1/distilled/{memory_id}": {"delete": {
                 "summary": "Soft-delete a memory (expected_version, reason and agent_id in the query or a JSON body)",
                 "parameters": [{"name": "memory_id", "in": "path", "required": True, "schema": MEMORY_ID},
-                               query("expected_version", VERSION), AGENT_QUERY],
+                               query("expected_version", VERSION), AGENT_QUERY, IDEMPOTENCY],
                 "requestBody": {"required": False,
                                 "content": {"application/json": {"schema": _ref("DeleteRequest")}}},
                 "responses": {"200": _json(_ref("DeleteResponse")),
-                              **_errors("400", "401", "403", "404", "409", "413")}}},
+                              **_errors("400", "401", "403", "404", "409", "413", "422")}}},
             "/api/v1/stats": {"get": {"summary": "Memories per namespace (an agent key: the namespaces it may read), "
                                                  "events in the log, projector positions",
                                       "parameters": [AFTER_QUERY, AFTER_HEADER],

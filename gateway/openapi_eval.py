@@ -7,7 +7,7 @@ from typing import Any
 
 from commands.evaluation import DIFFICULTIES, GOLDEN_ID_RE, MAX_EXPECTED, MAX_GENERATED
 from gateway.openapi_fields import (
-    AFTER, AFTER_HEADER, AFTER_QUERY, AGENT_ID, LIMITS, MEMORY_ID, NAMESPACE, POSITION, closed, query, query_int, text,
+    IDEMPOTENCY, AFTER, AFTER_HEADER, AFTER_QUERY, AGENT_ID, LIMITS, MEMORY_ID, NAMESPACE, POSITION, closed, query, query_int, text,
 )
 from projections.queries.evaluation import MAX_QUERIES
 _STR_LIST = {"type": "array", "items": {"type": "string"}}
@@ -88,7 +88,8 @@ SCHEMAS: dict[str, Any] = {
 
 PATHS: dict[str, Any] = {
     "/api/v1/admin/synonyms": {
-        "post": {"summary": "Add a symmetric synonym group (admin key)", "requestBody": _body("SynonymsRequest"),
+        "post": {"summary": "Add a symmetric synonym group (admin key)", "parameters": [IDEMPOTENCY],
+                 "requestBody": _body("SynonymsRequest"),
                  "responses": {"201": _json(_ref("SynonymsAdded"), "Added"), **_errors("400", "401", "403", "413", "422")}},
         "get": {"summary": "List synonym additions, oldest first (admin key)", "parameters": [
             query("namespace", NAMESPACE), query_int("limit", 1, 10_000, 1_000), AFTER_QUERY, AFTER_HEADER],

@@ -9,7 +9,7 @@ from gateway.handlers.admin import MAX_CAPACITY
 from gateway.handlers.tombstones import DEFAULT_LIMIT, MAX_OFFSET
 from gateway.openapi_eval import _body, _errors, _json, _ref
 from gateway.openapi_fields import (
-    AFTER_HEADER, AFTER_QUERY, AGENT_ACT, AGENT_QUERY, BOOLEAN, CONTENT, LIMITS, MEMORY_ID, NAMESPACE, POSITION,
+    IDEMPOTENCY, AFTER_HEADER, AFTER_QUERY, AGENT_ACT, AGENT_QUERY, BOOLEAN, CONTENT, LIMITS, MEMORY_ID, NAMESPACE, POSITION,
     VERSION, closed, query, query_int, text,
 )
 from projections.queries.tombstones import MAX_LIMIT as MAX_TOMBSTONES
@@ -121,19 +121,19 @@ PATHS: dict[str, Any] = {
         "requestBody": _body("ForgetRequest", required=False),
         "responses": {"200": _json(_ref("ForgetResponse")), **_errors("400", "401", "403", "409", "413", "504")}}},
     "/api/v1/feedback/useful": {"post": {
-        "summary": "The memory helped (counted; the version stays)", "requestBody": _body("FeedbackRequest"),
-        "responses": {"201": _json(_ref("FeedbackResponse"), "Recorded"), **_errors("400", "401", "403", "404", "413")}}},
+        "summary": "The memory helped (counted; the version stays)", "parameters": [IDEMPOTENCY], "requestBody": _body("FeedbackRequest"),
+        "responses": {"201": _json(_ref("FeedbackResponse"), "Recorded"), **_errors("400", "401", "403", "404", "413", "422")}}},
     "/api/v1/feedback/not-useful": {"post": {
-        "summary": "The memory did not help (counted, with an optional reason)", "requestBody": _body("FeedbackRequest"),
-        "responses": {"201": _json(_ref("FeedbackResponse"), "Recorded"), **_errors("400", "401", "403", "404", "413")}}},
+        "summary": "The memory did not help (counted, with an optional reason)", "parameters": [IDEMPOTENCY], "requestBody": _body("FeedbackRequest"),
+        "responses": {"201": _json(_ref("FeedbackResponse"), "Recorded"), **_errors("400", "401", "403", "404", "413", "422")}}},
     "/api/v1/feedback/deprecate": {"post": {
         "summary": "Mark a memory outdated (a new version; the next forget run moves it to the tombstones)",
-        "requestBody": _body("DeprecateRequest"),
-        "responses": {"200": _json(_ref("VersionedResponse")), **_errors("400", "401", "403", "404", "409", "413")}}},
+        "parameters": [IDEMPOTENCY], "requestBody": _body("DeprecateRequest"),
+        "responses": {"200": _json(_ref("VersionedResponse")), **_errors("400", "401", "403", "404", "409", "413", "422")}}},
     "/api/v1/feedback/correct": {"post": {
         "summary": "Correct a memory's content: a new version with reason, source and trigger",
-        "requestBody": _body("CorrectRequest"),
-        "responses": {"200": _json(_ref("VersionedResponse")), **_errors("400", "401", "403", "404", "409", "413")}}},
+        "parameters": [IDEMPOTENCY], "requestBody": _body("CorrectRequest"),
+        "responses": {"200": _json(_ref("VersionedResponse")), **_errors("400", "401", "403", "404", "409", "413", "422")}}},
     "/api/v1/memory/{memory_id}/versions": {"get": {
         "summary": "The provenance chain of a memory: every version, oldest first",
         "parameters": [{"name": "memory_id", "in": "path", "required": True, "schema": _MEMORY_ID},
