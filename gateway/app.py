@@ -38,7 +38,8 @@ def create_app(settings: Settings, *, embedder=None, clock=None) -> web.Applicat
     `clock` (events.clock) is the scheduler's and the query-time scores' now; the system clock by default."""
     app = web.Application(
         client_max_size=settings.max_body_bytes,
-        middlewares=[access_log_middleware, error_middleware, epoch_middleware, auth_middleware, unknown_query_middleware],
+        middlewares=[access_log_middleware, error_middleware, epoch_middleware, auth_middleware,
+                     unknown_query_middleware],
     )
     app[SETTINGS] = settings
     if embedder is not None:

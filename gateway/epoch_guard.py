@@ -48,8 +48,9 @@ class EpochGuard:
     reopen: Callable[[str], Awaitable[None]] | None = None
     timeout_s: float = 0.5
     serving: str | None = field(default=None, init=False)   # epoch of the projections served (None: not known yet)
-    _inflight: asyncio.Task | None = field(default=None, init=False)
-    _queued: asyncio.Task | None = field(default=None, init=False)
+    _reading: bool = field(default=False, init=False)               # a round (one GET) is in flight
+    _next: asyncio.Future | None = field(default=None, init=False)  # the round after it, for those who came since
+    _rounds: set[asyncio.Task] = field(default_factory=set, init=False)
     _slow: asyncio.Future | None = field(default=None, init=False)
     _reopening: asyncio.Lock = field(default_factory=asyncio.Lock, init=False)
 
@@ -83,31 +84,53 @@ class EpochGuard:
 
     async def log_epoch(self) -> str | None | object:
         """The log's epoch as read by a GET that began after this call did; _UNKNOWN when Redis
-        cannot be reached."""
-        inflight = self._inflight
-        if inflight is None or inflight.done():
-            task = self._inflight = asyncio.ensure_future(self._read())
-        else:
-            if self._queued is None:
-                self._queued = asyncio.ensure_future(self._read_after(inflight))
-            task = self._queued
-        return await asyncio.shield(task)
+        cannot be reached. With no read in flight the caller reads itself (no task); otherwise it
+        waits for the next round, which the one in flight starts as it ends, for all who wait."""
+        if not self._reading:
+            self._reading = True
+            return await self._lead(None)
+        if self._next is None:
+            self._next = asyncio.get_running_loop().create_future()
+        return await asyncio.shield(self._next)
 
-    async def _read_after(self, previous: asyncio.Task) -> str | None | object:
-        await asyncio.gather(previous, return_exceptions=True)
-        self._inflight, self._queued = asyncio.current_task(), None
-        return await self._read()
+    async def _lead(self, promised: asyncio.Future | None) -> str | None | object:
+        try:
+            result = await self._read()
+        except BaseException as exc:
+            self._end_round()
+            if promised is not None and not promised.done():
+                promised.set_exception(exc)
+            raise
+        self._end_round()
+        if promised is not None and not promised.done():
+            promised.set_result(result)
+        return result
+
+    def _end_round(self) -> None:
+        waiting, self._next = self._next, None
+        if waiting is None:
+            self._reading = False
+            return
+        task = asyncio.ensure_future(self._lead(waiting))   # still reading: the next round begins now
+        self._rounds.add(task)
+        task.add_done_callback(self._round_done)
+
+    def _round_done(self, task: asyncio.Task) -> None:
+        self._rounds.discard(task)
+        if not task.cancelled():
+            task.exception()  # delivered to the waiters through their future
 
     async def _read(self) -> str | None | object:
         if self._slow is not None and not self._slow.done():
             return _UNKNOWN  # an earlier read is still stuck in a hung Redis: do not pile more on it
-        get = asyncio.ensure_future(self.store.log_epoch())
-        try:
-            return await asyncio.wait_for(asyncio.shield(get), self.timeout_s)
-        except asyncio.TimeoutError:
+        get = asyncio.ensure_future(self.store.log_epoch())  # never cancelled: redis-py and cancellation
+        done, _ = await asyncio.wait({get}, timeout=self.timeout_s)
+        if not done:
             self._slow = get
             get.add_done_callback(lambda f: f.cancelled() or f.exception())
             return _UNKNOWN
+        try:
+            return get.result()
         except TRANSIENT:
             return _UNKNOWN
 

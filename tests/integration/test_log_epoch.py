@@ -178,3 +178,23 @@ async def test_the_guard_sees_a_flushall_at_the_next_check(store, redis, tmp_pat
         await guard.check()
     checks = await asyncio.gather(*(guard.check() for _ in range(20)), return_exceptions=True)
     assert all(isinstance(c, LogResetError) for c in checks)  # concurrent checks share reads, none stale
+
+
+async def test_a_check_never_trusts_a_read_begun_before_it(store, redis, redis_url, tmp_path: Path) -> None:
+    """The read in flight when a check arrives may predate a FLUSHALL: the check waits for the next."""
+    guard = EpochGuard(store, tmp_path)
+    await guard.open()
+    epoch = guard.serving
+    other = connect(redis_url)
+    try:
+        for _ in range(20):
+            earlier = asyncio.create_task(guard.check())
+            await asyncio.sleep(0)          # its GET is on its way
+            await other.flushall()          # on another connection, after that GET
+            with pytest.raises(LogResetError):
+                await guard.check()
+            await asyncio.gather(earlier, return_exceptions=True)
+            await redis.set(keys.EPOCH, epoch)
+            await guard.check()
+    finally:
+        await other.aclose()
