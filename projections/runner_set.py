@@ -27,6 +27,8 @@ from projections.runner import TRANSIENT, ProjectionRunner
 
 log = structlog.get_logger(__name__)
 
+STOP_GRACE_S = 15.0  # for the other runners to stop on their own once one failed
+
 
 @dataclass
 class RunnerSet:
@@ -50,10 +52,13 @@ class RunnerSet:
                 return
             self.projectors = self._make()
             runners = [ProjectionRunner(self.store, p, notify=self.notify, epoch=epoch) for p in self.projectors]
-            tasks = [asyncio.create_task(r.run(stop), name=f"projector:{r.name}") for r in runners]
+            halt = asyncio.Event()  # `stop`, or one runner failed: the others stop on their own (no cancel mid-command)
+            relay = asyncio.create_task(_relay(stop, halt))
+            tasks = [asyncio.create_task(r.run(halt), name=f"projector:{r.name}") for r in runners]
             try:
-                reset = await self._until_done(tasks)
+                reset = await self._until_done(tasks, halt)
             finally:
+                relay.cancel()
                 await self._close()
             if not reset:
                 return
@@ -63,28 +68,23 @@ class RunnerSet:
             await self._wait_for_rebuild(stop)
             self.waiting = False
 
-    async def _until_done(self, tasks: list[asyncio.Task]) -> bool:
+    async def _until_done(self, tasks: list[asyncio.Task], halt: asyncio.Event) -> bool:
         """Wait for the runners; True when they stopped for a reset log. Other failures raise."""
-        pending = set(tasks)
-        reset = False
         try:
-            while pending:
-                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_EXCEPTION)
-                failed = [t for t in done if not t.cancelled() and t.exception() is not None]
-                if failed:
-                    for task in pending:
-                        task.cancel()
-                    await asyncio.gather(*pending, return_exceptions=True)
-                    errors = [t.exception() for t in failed]
-                    other = [e for e in errors if not isinstance(e, LogResetError)]
-                    if other:
-                        raise other[0]  # type: ignore[misc]
-                    reset = True
-                    pending = set()
-        finally:
-            for task in pending:
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+            halt.set()  # the others finish their batch and stop (each read waits at most block_ms)
+            _, stuck = await asyncio.wait(tasks, timeout=STOP_GRACE_S)
+            for task in stuck:
                 task.cancel()
-        return reset
+            await asyncio.gather(*tasks, return_exceptions=True)
+        finally:
+            for task in tasks:
+                task.cancel()
+        errors = [t.exception() for t in tasks if not t.cancelled() and t.exception() is not None]
+        other = [e for e in errors if not isinstance(e, LogResetError)]
+        if other:
+            raise other[0]
+        return bool(errors)
 
     async def _close(self) -> None:
         for p in self.projectors:
@@ -114,3 +114,8 @@ class RunnerSet:
                     return
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(stop.wait(), self.poll_s)
+
+
+async def _relay(stop: asyncio.Event, halt: asyncio.Event) -> None:
+    await stop.wait()
+    halt.set()

@@ -198,3 +198,9 @@ async def test_a_check_never_trusts_a_read_begun_before_it(store, redis, redis_u
             await guard.check()
     finally:
         await other.aclose()
+
+
+async def test_heartbeats_carry_the_epoch(store, redis) -> None:
+    epoch = await store.open_epoch()
+    await store.heartbeat("node-1", "projector:memories")
+    assert await redis.get(keys.heartbeat("node-1")) == f"projector:memories epoch={epoch}".encode()
