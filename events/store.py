@@ -29,6 +29,15 @@ log = structlog.get_logger(__name__)
 
 _SCRIPT = resources.files("events").joinpath("append.lua").read_text()
 IDEMPOTENCY_TTL_S = 24 * 3600
+
+_PUBLISH = """
+local epoch = redis.call('GET', KEYS[1])
+if epoch ~= ARGV[1] then return epoch or 0 end
+redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
+if #ARGV > 3 then redis.call('HSET', KEYS[3], unpack(ARGV, 4)) end
+return 1
+"""
+"""Publish a checkpoint (and its generations) only into the log the projection was folded from."""
 WAIT_AOF_MS = 5000
 """Durable mode: how long an append waits for its AOF fsync (appendfsync everysec: about a second)."""
 
@@ -79,6 +88,7 @@ class EventStore:
     epoch: str | None = None      # the log identity appends expect (see keys.EPOCH); None: learnt on first append
     wait_aof_ms: int = WAIT_AOF_MS
     _script: object = field(default=None, init=False, repr=False)
+    _publish_script: object = field(default=None, init=False, repr=False)
     _call: ScriptCall = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -256,9 +266,19 @@ class EventStore:
     # ------------------------------------------------------------------ checkpoints
 
     async def publish_checkpoint(self, projector: str, position: str,
-                                 generations: Mapping[str, str] | None = None) -> None:
+                                 generations: Mapping[str, str] | None = None, *, epoch: str | None = None) -> None:
         """Publish a checkpoint and, atomically with it, the namespaces whose reads it changed
-        ({namespace: position}, see keys.GENERATIONS)."""
+        ({namespace: position}, see keys.GENERATIONS). With `epoch` (the log the projection was
+        folded from), only while the log's epoch is that one: else LogResetError, nothing written."""
+        if epoch is not None:
+            if self._publish_script is None:
+                self._publish_script = self.redis.register_script(_PUBLISH)
+            gens = [x for ns, pos in (generations or {}).items() for x in (keys.generation(projector, ns), pos)]
+            found = await self._publish_script(keys=[keys.EPOCH, keys.CHECKPOINTS, keys.GENERATIONS],
+                                               args=[epoch, projector, position, *gens])
+            if found != 1:
+                raise LogResetError(reset_message(epoch, as_str(found) if found else None))
+            return
         if not generations:
             await self.redis.hset(keys.CHECKPOINTS, projector, position)
             return

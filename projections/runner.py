@@ -117,7 +117,7 @@ class ProjectionRunner:
         cp = self.checkpoint
         await self._retry(lambda: self.store.check_not_reset(cp, self.epoch), "check", stop)
         if self.publish and cp:
-            await self._retry(lambda: self.store.publish_checkpoint(self.name, cp), "publish", stop)
+            await self._retry(lambda: self.store.publish_checkpoint(self.name, cp, epoch=self.epoch), "publish", stop)
         log.info("projection.started", projector=self.name, position=cp)
         return cp
 
@@ -233,7 +233,8 @@ class ProjectionRunner:
         self.events_applied += len(batch)
         self._dirty = True
         if self.publish:
-            await self._retry(lambda: self.store.publish_checkpoint(self.name, pos, gens), "publish", stop)
+            await self._retry(lambda: self.store.publish_checkpoint(self.name, pos, gens, epoch=self.epoch), "publish",
+                              stop)
         if self.notify is not None:
             try:
                 self.notify(self.name, pos)

@@ -204,3 +204,14 @@ async def test_heartbeats_carry_the_epoch(store, redis) -> None:
     epoch = await store.open_epoch()
     await store.heartbeat("node-1", "projector:memories")
     assert await redis.get(keys.heartbeat("node-1")) == f"projector:memories epoch={epoch}".encode()
+
+
+async def test_a_checkpoint_is_published_only_into_its_own_log(store, redis) -> None:
+    epoch = await store.open_epoch()
+    await store.publish_checkpoint("memories", "5-0", {"shared": "5-0"}, epoch=epoch)
+    assert await store.checkpoint("memories") == "5-0"
+    assert await store.generations([("memories", "shared")]) == ["5-0"]
+    await redis.flushall()  # a runner that read its batch before the wipe applies it after
+    with pytest.raises(LogResetError):
+        await store.publish_checkpoint("memories", "6-0", {"shared": "6-0"}, epoch=epoch)
+    assert await redis.exists(keys.CHECKPOINTS, keys.GENERATIONS) == 0  # the wiped Redis gets no stale position
