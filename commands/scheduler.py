@@ -28,6 +28,7 @@ import structlog
 from commands.decide import decide_deadline_deprecations, decide_downweights, decide_forget
 from events.catalogue import GraphPruned, new_event
 from events.clock import Clock
+from events.redis_client import RETRY_BACKOFF_MAX_S, TRANSIENT_ERRORS
 from events.vocabulary import SHARED_NAMESPACE
 from projections.queries.forgetting import DEFAULT_CAPACITY, ForgetCandidate, choose, live_rows
 from projections.queries.graph_prune import PrunePlan, plan_prune
@@ -144,17 +145,25 @@ class Scheduler:
                                                lambda c: _forget_decision(c, by=by), "forget")
 
     async def run(self, stop: asyncio.Event, interval_s: float) -> None:
-        """Tick every `interval_s` until `stop` (errors are logged; the next tick tries again)."""
+        """Tick every `interval_s` until `stop`. A tick failed by a transient Redis error is tried again
+        after a back-off (up to 2 s), not an interval later; other errors are logged (the next tick
+        tries again)."""
+        wait, delay = interval_s, 0.1
         while not stop.is_set():
             try:
-                await asyncio.wait_for(stop.wait(), interval_s)
+                await asyncio.wait_for(stop.wait(), wait)
                 return
             except asyncio.TimeoutError:
                 pass
             try:
                 await self.tick()
+            except TRANSIENT_ERRORS as exc:
+                log.warning("scheduler.redis_error", error=str(exc), retry_in_s=delay)
+                wait, delay = delay, min(delay * 2, RETRY_BACKOFF_MAX_S)
+                continue
             except Exception:  # noqa: BLE001 - a failed tick must not stop the schedule
                 log.exception("scheduler.tick_failed")
+            wait, delay = interval_s, 0.1
 
 
 def _forget_decision(candidates: list[ForgetCandidate], *, by: str = "scheduler"):

@@ -26,6 +26,7 @@ from gateway.appkeys import (
     ACTIVITY, AUDIT, BACKGROUND, CLOCK, COMMANDS, EMBEDDER, EPOCH_GUARD, EVAL, GRAPH, PROJECTORS, REACTIONS, READER, RECALL, RECALL_CACHE,
     RERANKER, RUNNER_TASKS, SCHEDULER, SETTINGS, STOPPING, STORE, SYNONYMS, TOMBSTONES, WAITER,
 )
+from gateway.audit import SPILL_DIR as AUDIT_SPILL_DIR
 from gateway.audit import AuditWriter
 from gateway.epoch_guard import EpochGuard
 from gateway.settings import Settings
@@ -147,7 +148,7 @@ async def resources(app: web.Application) -> AsyncIterator[None]:
     app[EVAL] = EvalService(store, app[RECALL], reader)
     app[PROJECTORS] = list(NAMES)
     app[BACKGROUND] = set()
-    app[AUDIT] = AuditWriter(store)
+    app[AUDIT] = AuditWriter(store, spill_dir=settings.data_dir / AUDIT_SPILL_DIR, instance=settings.instance_id)
     app[AUDIT].start()
     app[STOPPING] = asyncio.Event()
     app[RUNNER_TASKS] = []

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import structlog
 
-from events.redis_client import connect
+from events.redis_client import TRANSIENT_ERRORS, connect
 from events.store import EventStore
 from gateway import http_server
 from gateway.app import create_app
@@ -22,6 +22,15 @@ from projections.runner_set import RunnerSet
 log = structlog.get_logger(__name__)
 
 HEARTBEAT_EVERY_S = 10
+
+
+async def _heartbeat(store: EventStore, instance_id: str, info: str) -> None:
+    """Write the heartbeat key; Redis being away is logged, never fatal (the runners retry on their
+    own, and the next beat comes `HEARTBEAT_EVERY_S` later)."""
+    try:
+        await store.heartbeat(instance_id, info)
+    except TRANSIENT_ERRORS as exc:
+        log.warning("projectors.heartbeat_failed", error=f"{type(exc).__name__}: {exc}")
 
 
 def new_event_loop() -> asyncio.AbstractEventLoop:
@@ -71,7 +80,7 @@ async def run_projectors(settings: Settings) -> int:
     rc = 0
     try:
         while not stop.is_set():
-            await store.heartbeat(settings.instance_id, "projector:" + ",".join(names)
+            await _heartbeat(store, settings.instance_id, "projector:" + ",".join(names)
                                   + (" waiting:log_reset" if runners.waiting else ""))
             done = [t for t in tasks if t.done()]
             if done:

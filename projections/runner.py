@@ -11,7 +11,9 @@
   per batch) overlaps with applying the current one; `prefetch` batches are read ahead, so on a
   multi-core box several batches are embedded at once.
 - After each batch: `store.publish_checkpoint(name, pos)` and `notify(name, pos)`.
-- Transient Redis errors are logged and retried with backoff; the loop does not crash.
+- Transient Redis errors (`events.redis_client.TRANSIENT_ERRORS`) are logged and retried with
+  back-off (50 ms doubling to 2 s), so a runner resumes within ~2 s of Redis returning; the loop
+  does not crash.
 - `projector.maintain()` (when it has one) runs at most every `maintain_every_s`, and only
   when something was applied since the previous run.
 """
@@ -23,19 +25,18 @@ import time
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Awaitable, Callable
 
-import redis.exceptions
 import structlog
 
 from events import positions
 from events.envelope import Event
 from events.errors import LogResetError
+from events.redis_client import RETRY_BACKOFF_MAX_S, TRANSIENT_ERRORS
 from events.store import EventStore
 from projections.projector import Generational, Maintainable, Preparable, Projector, after_checkpoint, generations
 
 log = structlog.get_logger(__name__)
 
-TRANSIENT: tuple[type[BaseException], ...] = (
-    redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, ConnectionError, TimeoutError)
+TRANSIENT: tuple[type[BaseException], ...] = TRANSIENT_ERRORS
 
 Reader = Callable[[str | None], Awaitable[list[Event]]]
 
@@ -60,7 +61,7 @@ class ProjectionRunner:
     prefetch: int = 2                 # batches read (and prepared, e.g. embedded) ahead of the applied one
     publish: bool = True              # False for scratch rebuilds: never touch the live checkpoints
     transient: tuple[type[BaseException], ...] = TRANSIENT
-    backoff_max_s: float = 5.0
+    backoff_max_s: float = RETRY_BACKOFF_MAX_S
     clock: Callable[[], float] = time.monotonic
     epoch: str | None = None          # the log the projection was folded from; None: not checked (scratch rebuilds)
     checkpoint: str | None = field(default=None, init=False)

@@ -12,7 +12,9 @@
   claimed by another worker (`XPENDING` + `XCLAIM`); one delivered more than `max_deliveries`
   times goes to the dead-letter stream :data:`events.keys.REACTIONS_DEAD` and is acknowledged.
 - A worker restarting under the same consumer name first re-handles its own pending events.
-- Transient Redis errors are logged and retried with backoff; the loop does not crash.
+- Transient Redis errors (`events.redis_client.TRANSIENT_ERRORS`), at start too, are logged and
+  retried with back-off (up to 2 s), re-handling this consumer's unacknowledged events first; the
+  loop does not crash.
 """
 
 from __future__ import annotations
@@ -28,13 +30,13 @@ from commands.reactions.policy import Policy
 from events import keys
 from events.codec import decode
 from events.envelope import Event
+from events.redis_client import RETRY_BACKOFF_MAX_S, TRANSIENT_ERRORS
 from events.replies import as_str, entries
 from events.store import EventStore, Idempotency
 
 log = structlog.get_logger(__name__)
 
-TRANSIENT: tuple[type[BaseException], ...] = (
-    redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, ConnectionError, TimeoutError)
+TRANSIENT: tuple[type[BaseException], ...] = TRANSIENT_ERRORS
 
 
 class ProjectionLag(RuntimeError):
@@ -78,17 +80,18 @@ class ReactionsRunner:
     # ------------------------------------------------------------------ loop
 
     async def run(self, stop: asyncio.Event) -> None:
-        await self.ensure_group()
-        await self.step(own_pending=True)
+        own_pending = True   # first, and after a failure: the events this consumer was given and did not ack
         delay = 0.1
         while not stop.is_set():
             try:
-                await self.step()
+                await self.step(own_pending=own_pending)
+                own_pending = False
                 delay = 0.1
-            except TRANSIENT as exc:
+            except TRANSIENT as exc:   # Redis away (also at start): retried, never fatal
                 log.warning("reactions.redis_error", error=str(exc), retry_in_s=delay)
+                own_pending = True
                 await asyncio.sleep(delay)
-                delay = min(delay * 2, 5.0)
+                delay = min(delay * 2, RETRY_BACKOFF_MAX_S)
             except redis.exceptions.ResponseError as exc:
                 if not _group_lost(exc):
                     raise

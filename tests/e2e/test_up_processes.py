@@ -17,6 +17,7 @@ from pathlib import Path
 
 from up_process import free_port as _free_port
 from up_process import start_up as _start
+from up_process import stop as _stop
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -108,8 +109,7 @@ def test_projectors_run_in_a_supervised_child_process(tmp_path: Path) -> None:
         embedder = _embedder_child(proc.pid)
         assert embedder is not None
     finally:
-        proc.send_signal(signal.SIGTERM)
-        out, _ = proc.communicate(timeout=60)
+        out = _stop(proc)
     assert proc.returncode == 0, out
     assert "projector_process.exited" in out
     # the children (projectors, query model) start as fresh interpreters: nothing runs in a forked copy
@@ -130,7 +130,7 @@ def test_the_projector_child_goes_when_the_gateway_is_killed(tmp_path: Path) -> 
     try:
         child = _projector_child(proc.pid)
         proc.kill()
-        proc.communicate(timeout=30)
+        proc.wait(timeout=30)
         deadline = time.monotonic() + 15
         while not _gone(child) and time.monotonic() < deadline:
             time.sleep(0.1)
@@ -138,7 +138,8 @@ def test_the_projector_child_goes_when_the_gateway_is_killed(tmp_path: Path) -> 
     finally:
         if proc.poll() is None:
             proc.kill()
-            proc.communicate(timeout=30)
+            proc.wait(timeout=30)
+        proc.log_path.unlink(missing_ok=True)
         url_file = tmp_path / "data" / "redis_url"   # the private Redis outlives a SIGKILL'd gateway
         if url_file.exists():
             import redis as sync_redis
@@ -158,8 +159,7 @@ def test_up_can_keep_the_projectors_and_the_query_model_in_process(tmp_path: Pat
         _commit_and_recall(port, key, "the GPU server has an RTX 3050")
         assert _embedder_child(proc.pid) is None
     finally:
-        proc.send_signal(signal.SIGTERM)
-        out, _ = proc.communicate(timeout=60)
+        out = _stop(proc)
     assert proc.returncode == 0, out
 
 

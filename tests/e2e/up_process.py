@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -51,13 +52,17 @@ def base_env(**extra: str) -> dict[str, str]:
 
 def start(argv: list[str], port: int, cwd: Path, env: dict[str, str] | None = None,
           timeout_s: float = 90.0) -> subprocess.Popen:
-    """Start `argv` (a `zhiyi up`) in `cwd` and wait until /health on `port` answers ok."""
+    """Start `argv` (a `zhiyi up`) in `cwd` and wait until /health on `port` answers ok. Its output
+    goes to a file (`output(proc)`): a pipe nobody reads fills up and blocks the server's logging."""
+    log_file = tempfile.NamedTemporaryFile("w+", prefix="zhiyi-up-", suffix=".log", delete=False)
     proc = subprocess.Popen(argv, cwd=cwd, env=env if env is not None else base_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            stdout=log_file, stderr=subprocess.STDOUT, text=True)
+    proc.log_path = Path(log_file.name)  # type: ignore[attr-defined]
+    log_file.close()
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise AssertionError(f"zhiyi up exited: {proc.stdout.read()}")
+            raise AssertionError(f"zhiyi up exited: {output(proc)}")
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1) as resp:
                 if json.load(resp)["status"] == "ok":
@@ -65,7 +70,13 @@ def start(argv: list[str], port: int, cwd: Path, env: dict[str, str] | None = No
         except (OSError, ValueError):
             time.sleep(0.2)
     proc.kill()
-    raise AssertionError(f"zhiyi up did not become healthy: {proc.communicate()[0][-4000:]}")
+    proc.wait()
+    raise AssertionError(f"zhiyi up did not become healthy: {output(proc)[-4000:]}")
+
+
+def output(proc: subprocess.Popen) -> str:
+    """Everything the process wrote so far (stdout and stderr)."""
+    return proc.log_path.read_text(errors="replace")  # type: ignore[attr-defined]
 
 
 def start_up(data_dir: Path | str, port: int, cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
@@ -79,8 +90,11 @@ def start_make_up(port: int, cwd: Path) -> subprocess.Popen:
 
 
 def stop(proc: subprocess.Popen, timeout_s: float = 60.0) -> str:
+    """SIGTERM, wait, and return the process's whole output (its log file is then removed)."""
     proc.send_signal(signal.SIGTERM)
-    out, _ = proc.communicate(timeout=timeout_s)
+    proc.wait(timeout=timeout_s)
+    out = output(proc)
+    proc.log_path.unlink(missing_ok=True)  # type: ignore[attr-defined]
     return out
 
 
