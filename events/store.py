@@ -163,11 +163,6 @@ class EventStore:
         (the audit writer's batch keys: kept only while a batch's outcome may be unknown)."""
         await self.redis.delete(keys.idempotency(idempotency.scope, idempotency.key))
 
-    async def release(self, idempotency: Idempotency) -> None:
-        """Drop the record of an idempotency key whose append was confirmed and will not be retried
-        (the audit writer's batch keys: kept only while a batch's outcome may be unknown)."""
-        await self.redis.delete(keys.idempotency(idempotency.scope, idempotency.key))
-
     # ------------------------------------------------------------------ read
 
     async def read(self, start: str | None = None, end: str | None = None, count: int | None = None,
