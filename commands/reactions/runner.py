@@ -93,14 +93,21 @@ class ReactionsRunner:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, RETRY_BACKOFF_MAX_S)
             except redis.exceptions.ResponseError as exc:
-                if not _group_lost(exc):
-                    raise
-                # the stream (and its group) was deleted: a wiped log (see events.keys.EPOCH); the group
-                # is created again, so the reactions go on with the log rebuilt by `zhiyi replay --in-place`
-                log.error("reactions.group_lost", error=str(exc), retry_in_s=delay)
-                self._group_ready = False
+                if _group_lost(exc):
+                    # the stream (and its group) was deleted: a wiped log (see events.keys.EPOCH); the group is
+                    # created again, so the reactions go on with the log rebuilt by `zhiyi replay --in-place`
+                    log.error("reactions.group_lost", error=str(exc), retry_in_s=delay)
+                    self._group_ready = False
+                else:
+                    log.exception("reactions.step_failed", retry_in_s=delay)
+                own_pending = True
                 await asyncio.sleep(delay)
-                delay = min(delay * 2, 5.0)
+                delay = min(delay * 2, RETRY_BACKOFF_MAX_S)
+            except Exception:  # noqa: BLE001 - a surprise is logged and retried: the loop never dies
+                log.exception("reactions.step_failed", retry_in_s=delay)
+                own_pending = True
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, RETRY_BACKOFF_MAX_S)
 
     async def step(self, *, own_pending: bool = False) -> int:
         """Claim stale events of dead workers, then read (and handle) one batch; returns events handled."""
