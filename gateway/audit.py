@@ -6,6 +6,8 @@
   its idempotency key, so a retry after an unknown outcome (the answer lost, `OutcomeUnknown`, a
   dropped connection) is answered "duplicate" instead of appending it again. Once an append is
   confirmed the key's record is dropped (`EventStore.release`): keys live only while in doubt (24 h).
+- A batch refused because the log was wiped or replaced (`LogResetError`) is dropped, logged: the
+  reads it records were served from a log that is gone, and must not land in the next one.
 - A failed append keeps its batch, and the ones after it, in order; the writer tries again after a
   back-off (50 ms doubling to 2 s), so audits flow again within ~2 s of Redis returning.
 - Bound: at most `max_buffered` events are held in memory; past it, whole batches are spilled to
@@ -33,6 +35,7 @@ import structlog
 
 from events.codec import decode, encode_append_fields
 from events.envelope import Event
+from events.errors import LogResetError
 from events.redis_client import RETRY_BACKOFF_MAX_S, TRANSIENT_ERRORS
 from events.store import EventStore, Idempotency
 
@@ -165,6 +168,11 @@ class AuditWriter:
                     log.warning("audit.append_retry", events=len(batch.events), key=batch.key,
                                 error=f"{type(exc).__name__}: {exc}", waiting=self.buffered)
                     return False
+                except LogResetError:  # reads served from a log that was wiped: no log left to record them in
+                    log.error("audit.dropped_log_reset", events=len(batch.events), key=batch.key)
+                    self._done(batch)
+                    self.appended -= len(batch.events)
+                    continue
                 except Exception:  # noqa: BLE001 - kept and retried: the trail must not lose records
                     log.exception("audit.append_failed", events=len(batch.events), key=batch.key)
                     return False

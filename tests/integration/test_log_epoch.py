@@ -215,3 +215,21 @@ async def test_a_checkpoint_is_published_only_into_its_own_log(store, redis) -> 
     with pytest.raises(LogResetError):
         await store.publish_checkpoint("memories", "6-0", {"shared": "6-0"}, epoch=epoch)
     assert await redis.exists(keys.CHECKPOINTS, keys.GENERATIONS) == 0  # the wiped Redis gets no stale position
+
+
+async def test_audits_of_a_wiped_log_are_dropped_not_carried_into_the_next(store, redis, tmp_path: Path) -> None:
+    from events.catalogue import RecallServed
+    from gateway.audit import AuditWriter
+
+    await store.append([commit(0)])
+    writer = AuditWriter(store, spill_dir=tmp_path / "spill", instance="t")
+    try:
+        writer.add(new_event(RecallServed(query="q", namespaces=("shared",), result_ids=("m0",), scores=(0.5,),
+                                          top_k=5), ns="shared", agent="alice"))
+        await redis.flushall()
+        assert await writer.flush()          # refused for the wiped log: dropped, not kept for the next log
+        assert writer.buffered == 0 and writer.appended == 0
+        store.epoch = await EventStore(redis, origin="replay").open_epoch()  # as after `replay --in-place`
+        assert await writer.flush() and await redis.xlen(keys.STREAM) == 0
+    finally:
+        await writer.close()
