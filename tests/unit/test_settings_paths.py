@@ -44,7 +44,8 @@ def test_sqlite_readers_open_a_relative_directory(tmp_path, monkeypatch):
         reader.close()
     with sqlite3.connect("proj/synonyms.db") as conn:
         conn.execute("CREATE TABLE pairs (namespace TEXT, term_key TEXT, synonym_key TEXT, synonym TEXT)")
-        conn.execute("CREATE TABLE additions (position TEXT, namespace TEXT, term TEXT, synonyms TEXT, ms INT, seq INT)")
+        conn.execute("CREATE TABLE additions (position TEXT, namespace TEXT, term TEXT, synonyms TEXT, "
+                     "ms INT, seq INT)")
         conn.execute("INSERT INTO pairs VALUES ('shared', 'port', '端口', '端口')")
     synonyms = SynonymsReader(Path("proj"))
     try:
