@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import random
 import sqlite3
-import time
 
 import pytest
 
@@ -142,7 +141,8 @@ def test_a_hub_is_bounded(tmp_path):
     assert len(paths) == 3
 
 
-def test_ten_thousand_nodes_fifty_thousand_edges_navigate_fast(tmp_path):
+def test_ten_thousand_nodes_fifty_thousand_edges_navigate(tmp_path):
+    """Correctness at the seed's size; its speed (p50/p99) is measured by tests/bench/graph.py."""
     rng = random.Random(7)
     n_nodes, n_edges = 10_000, 50_000
     nodes = [(f"node-{i}", "a-main") for i in range(n_nodes)]
@@ -153,18 +153,13 @@ def test_ten_thousand_nodes_fifty_thousand_edges_navigate_fast(tmp_path):
             seen.add((s, t))
             edges.append((f"node-{s}", f"node-{t}", round(rng.uniform(0.05, 1.0), 3), "a-main"))
     conn = _db(tmp_path, nodes, edges, name="big.db")
-    found, timings = 0, []
+    found = 0
     for _ in range(50):
         s, t = rng.sample(range(n_nodes), 2)
-        started = time.perf_counter()
         paths = navigate(conn, f"node-{s}", f"node-{t}", NS)
-        timings.append(time.perf_counter() - started)
         found += bool(paths)
         assert all(len(p.edges) <= 3 for p in paths)
         assert [p.score for p in paths] == sorted((p.score for p in paths), reverse=True)
-    timings.sort()
-    assert timings[-1] < 0.1, timings[-5:]
-    assert timings[len(timings) // 2] < 0.02, timings[len(timings) // 2]  # ~0.5 ms on a laptop: seed wants <= 10
     assert found > 0  # average degree 10: ~10% of random pairs are within 3 hops
 
 
