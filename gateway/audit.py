@@ -5,7 +5,8 @@
   `max_batch` events; each batch gets a key once (`<instance>:<uuid>`) and is appended with it as
   its idempotency key, so a retry after an unknown outcome (the answer lost, `OutcomeUnknown`, a
   dropped connection) is answered "duplicate" instead of appending it again. Once an append is
-  confirmed the key's record is dropped (`EventStore.release`): keys live only while in doubt (24 h).
+  confirmed the key's record is dropped (`EventStore.release`): keys live only while in doubt (24 h),
+  or for a spilled batch (its file may have been read by another gateway of the same data dir).
 - A batch refused because the log was wiped or replaced (`LogResetError`) is dropped, logged: the
   reads it records were served from a log that is gone, and must not land in the next one.
 - A failed append keeps its batch, and the ones after it, in order; the writer tries again after a
@@ -177,8 +178,9 @@ class AuditWriter:
                     log.exception("audit.append_failed", events=len(batch.events), key=batch.key)
                     return False
                 self._done(batch)
-                with contextlib.suppress(Exception):   # in doubt no more; a kept record expires (24 h)
-                    await self.store.release(batch.idempotency)
+                if batch.file is None:   # in doubt no more (a spilled batch's record is kept for its 24 h:
+                    with contextlib.suppress(Exception):   # another gateway of this data dir may hold the file)
+                        await self.store.release(batch.idempotency)
 
     def _next(self) -> _Batch | None:
         if self._batches:

@@ -62,7 +62,8 @@ async def test_audits_survive_an_outage_spilled_past_the_bound_and_appended_once
         await _until(lambda: not writer._pending)
         await asyncio.sleep(0.3)       # a few failed tries
         assert writer.buffered <= 50 + 20
-        assert writer.spilled >= 130 and len(list(spill.glob("*.json"))) * 20 >= 130
+        spilled_batches = len(list(spill.glob("*.json")))
+        assert writer.spilled >= 130 and spilled_batches * 20 >= 130
         outage_redis.start()
         started = asyncio.get_running_loop().time()
         await _until(lambda: writer.appended == 230, timeout_s=10)
@@ -73,8 +74,9 @@ async def test_audits_survive_an_outage_spilled_past_the_bound_and_appended_once
         await redis.aclose()
     queries = _queries(outage_redis)
     assert sorted(queries) == sorted(f"query {i}" for i in range(230))   # each exactly once
-    # confirmed batches leave no idempotency record behind
-    assert not outage_redis.client().keys(keys.idempotency("zhiyi-audit", "*"))
+    # confirmed batches leave no idempotency record behind, but spilled ones (another gateway of the
+    # data dir may have read the same file) keep theirs for its TTL
+    assert len(outage_redis.client().keys(keys.idempotency("zhiyi-audit", "*"))) == spilled_batches
 
 
 async def test_a_batch_whose_answer_was_lost_is_not_appended_twice(outage_redis, tmp_path):
