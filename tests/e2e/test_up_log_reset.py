@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -17,6 +16,7 @@ import urllib.request
 from pathlib import Path
 
 import redis as sync_redis
+import up_process
 
 ADMIN = "up-log-reset-admin"
 
@@ -85,10 +85,10 @@ def _digests(doc: dict) -> dict[str, tuple[str, str]]:
 def test_flushall_under_zhiyi_up_then_replay_in_place(redis_url: str, tmp_path: Path) -> None:
     port, data = _port(), tmp_path / "data"
     env = _env(redis_url)
-    proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "up", "--data-dir", str(data), "--port", str(port)],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # output to a file (up_process): a pipe nobody reads fills up and blocks the server's logging
+    proc = up_process.start_up(data, port, tmp_path, env)
+    out = ""
     try:
-        _wait_health(port, 200, 120, proc)
         status, reg = _http(port, "POST", "/api/v1/agents/register", body={"agent_id": "ana"})
         assert status == 201
         key = reg["api_key"]
@@ -141,8 +141,7 @@ def test_flushall_under_zhiyi_up_then_replay_in_place(redis_url: str, tmp_path: 
                 break
         assert live_d == fresh_d
     finally:
-        proc.send_signal(signal.SIGTERM)
-        out, _ = proc.communicate(timeout=60)
+        out = up_process.stop(proc)
     assert proc.returncode == 0, out[-4000:]
     assert out.count("projectors.running") == 1, "the projector child was restarted instead of waiting"
     assert "projectors.rebuilt" in out
