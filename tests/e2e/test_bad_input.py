@@ -144,41 +144,23 @@ async def test_internal_agent_ids_are_reserved(api):
 
 async def test_health_503_is_the_error_shape_with_the_health_document(aiohttp_client, tmp_path, use_embedder):
     """A Redis of its own that the test stops: /health answers 503 `unavailable`, the document in details."""
-    import subprocess
-    import tempfile
-
-    import redis as sync_redis
 
     from gateway.app import create_app
-    from tests.conftest import _free_port, _redis_binary
     from tests.e2e.conftest import make_settings
+    from tests.redis_process import RestartableRedis
 
-    port = _free_port()
-    workdir = tempfile.mkdtemp(prefix="zhiyi-test-health-", dir=tmp_path)
-    proc = subprocess.Popen([_redis_binary(), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                             "--appendonly", "no", "--dir", workdir], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    server = RestartableRedis(tmp_path / "redis").start()
     try:
-        client = sync_redis.Redis(port=port)
-        for _ in range(200):
-            try:
-                client.ping()
-                break
-            except sync_redis.ConnectionError:
-                await asyncio.sleep(0.02)
-        app = create_app(make_settings(f"redis://127.0.0.1:{port}/0", tmp_path, run_projectors=False,
+        app = create_app(make_settings(server.url, tmp_path, run_projectors=False,
                                        run_reactions=False, run_scheduler=False), embedder=use_embedder)
         http = await aiohttp_client(app)
         resp = await http.get("/health")
         assert resp.status == 200
-        client.shutdown(nosave=True)
-        proc.wait(timeout=10)
+        server.stop()
         resp = await http.get("/health")
         body = await resp.json()
         assert resp.status == 503
         assert_error(body, "unavailable")
         assert body["error"]["details"]["redis"] is False and body["error"]["details"]["status"] == "degraded"
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
+        server.stop()

