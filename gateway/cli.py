@@ -94,6 +94,10 @@ def cmd_up(args: argparse.Namespace) -> int:
 
     data_dir = Path(args.data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
+    from gateway.maintenance import refuse_outdated
+
+    if refuse_outdated(build_settings(args, "")):  # built by an older zhiyi: say how to rebuild, start nothing
+        return 2
     embedded = None
     url = args.redis_url or os.environ.get("REDIS_URL")
     durable = _env_flag("ZHIYI_DURABLE")
@@ -133,8 +137,12 @@ def cmd_up(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     from gateway.server import serve_forever
 
+    from gateway.maintenance import refuse_outdated
+
     key, where = admin_key(Path(args.data_dir))
     settings = build_settings(args, _redis_url(args), api_key=key, run_projectors=False)
+    if refuse_outdated(settings):
+        return 2
     if settings.durable:
         from gateway.embedded_redis import check_durable
 
@@ -164,19 +172,30 @@ def cmd_digest(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
+    from gateway import embedded_redis
     from gateway.maintenance import replay
 
-    settings = build_settings(args, _redis_url(args))
-    if args.in_place:
-        from gateway.maintenance import replay_in_place
+    if args.in_place and (args.until or args.verify):
+        print("zhiyi replay: --in-place rebuilds up to the end of the log (no --until, no --verify)",
+              file=sys.stderr)
+        return 2
+    embedded = None
+    data_dir = Path(args.data_dir)
+    if not (args.redis_url or os.environ.get("REDIS_URL") or embedded_redis.recorded_url(data_dir)) \
+            and (data_dir / "redis").is_dir():
+        # the data dir's own server, with zhiyi stopped (e.g. rebuilding after an upgrade): start it for the command
+        embedded = embedded_redis.start(data_dir)
+    try:
+        settings = build_settings(args, embedded.url if embedded else _redis_url(args))
+        if args.in_place:
+            from gateway.maintenance import replay_in_place
 
-        if args.until or args.verify:
-            print("zhiyi replay: --in-place rebuilds up to the end of the log (no --until, no --verify)",
-                  file=sys.stderr)
-            return 2
-        return asyncio.run(replay_in_place(settings, as_json=args.json))
-    return asyncio.run(replay(settings, Path(args.into), until=args.until, verify=args.verify,
-                              as_json=args.json))
+            return asyncio.run(replay_in_place(settings, as_json=args.json))
+        return asyncio.run(replay(settings, Path(args.into), until=args.until, verify=args.verify,
+                                  as_json=args.json))
+    finally:
+        if embedded is not None:
+            embedded.stop()
 
 
 def cmd_events(args: argparse.Namespace) -> int:

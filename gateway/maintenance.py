@@ -14,7 +14,7 @@ from projections.embedding import make_embedder
 from projections import replay as rebuilds
 from projections.registry import projections_root
 from projections.replay import ProjectionDigest
-from projections.replay_in_place import rebuild_in_place
+from projections.replay_in_place import outdated, rebuild_in_place
 
 
 def _embedder(settings: Settings):
@@ -35,6 +35,26 @@ def _print(digests: dict[str, ProjectionDigest], title: str, as_json: bool) -> N
     for row in _rows(digests):
         extra = f"  events={row['events']}" if "events" in row else ""
         print(f"  {row['projection']:<12} position={row['position'] or '-':<22} digest={row['digest']}{extra}")
+
+
+def outdated_projections(settings: Settings) -> list[str]:
+    """What stops this build from folding on the data dir's projections (see replay_in_place.outdated)."""
+    embedder = _embedder(settings)
+    try:
+        return outdated(settings.data_dir, embedder)
+    finally:
+        embedder.close()
+
+
+def refuse_outdated(settings: Settings) -> bool:
+    """Print why and how to rebuild when the projections were built by an older build; True if so."""
+    problems = outdated_projections(settings)
+    for problem in problems:
+        print(f"zhiyi: {problem}", file=sys.stderr)
+    if problems:
+        print("zhiyi: run `zhiyi replay --in-place --data-dir DIR` once (the old projections are kept beside "
+              "the rebuilt ones), then start again", file=sys.stderr)
+    return bool(problems)
 
 
 async def print_digests(settings: Settings, *, as_json: bool = False) -> int:
@@ -87,8 +107,11 @@ async def replay_in_place(settings: Settings, *, as_json: bool) -> int:
            False)
     print(f"the previous projections (epoch {done.previous_epoch or 'none recorded'}) are kept in {kept}"
           if kept else "there were no previous projections")
-    print("a running zhiyi serves again from the rebuilt projections; agents registered only in a lost log "
-          "must register again")
+    if done.previous_epoch != done.epoch:
+        print("a running zhiyi serves again from the rebuilt projections; agents registered only in a lost log "
+              "must register again")
+    else:
+        print("the projections are now this build's: start zhiyi again")
     return 0
 
 

@@ -49,7 +49,12 @@ class LanceProjection:
         if got != want:
             raise RebuildRequired(
                 f"projection {self.directory} was built with {got}, this build uses {want}: "
-                "rebuild it from the log (zhiyi replay)")
+                "rebuild it from the log (`zhiyi replay --in-place`, with zhiyi stopped)")
+
+    def check_build(self) -> None:
+        """Raise RebuildRequired when the projection on disk was built by another build (its schema,
+        its model). Cheap: reads the checkpoint file only, loads nothing."""
+        self._check_meta(checkpoint_file.load(self.directory), complete=False)
 
     async def _current(self) -> Checkpoint | None:
         if not self._ck_loaded:

@@ -28,9 +28,10 @@ import structlog
 
 from events.store import EventStore
 from projections.epoch import load_epoch
-from projections.errors import ProjectionBusy, ProjectionError
+from projections.errors import ProjectionBusy, ProjectionError, RebuildRequired
 from projections.lance import WriterLock
-from projections.registry import projections_root
+from projections.lance_projection import LanceProjection
+from projections.registry import make_projectors, projections_root
 from projections.replay import REBUILD_BATCH, ProjectionDigest, rebuild
 
 log = structlog.get_logger(__name__)
@@ -46,6 +47,20 @@ class InPlaceResult:
     previous_epoch: str | None        # the epoch the replaced projections carried (None: none recorded)
     kept: Path | None                 # where the replaced projections are now (None: there were none)
     digests: dict[str, ProjectionDigest]
+
+
+def outdated(data_dir: Path, embedder: Any) -> list[str]:
+    """Why the live projections of `data_dir` cannot be folded on by this build (one message per
+    projection built with an older schema or another model); [] when they can. Reads checkpoint
+    files only."""
+    problems = []
+    for projector in make_projectors(Path(data_dir), embedder):
+        if isinstance(projector, LanceProjection):
+            try:
+                projector.check_build()
+            except RebuildRequired as exc:
+                problems.append(str(exc))
+    return problems
 
 
 def _kept_name(data_dir: Path, previous: str | None) -> Path:
@@ -96,14 +111,16 @@ async def rebuild_in_place(store: EventStore, data_dir: Path, embedder: Any, *,
     """Rebuild every projection of `data_dir` from the current log, then swap it in.
 
     A log with no epoch (wiped, or written before epochs) is given one first: this command is
-    where a new log is accepted. Raises NothingToReset when the projections already match it.
+    where a new log is accepted. Projections of the current log that this build cannot fold on (an
+    older schema or another model: `outdated`) are rebuilt and swapped the same way. Raises
+    NothingToReset when the projections already match the log and this build.
     """
     data_dir = Path(data_dir)
     epoch = await store.open_epoch(create=True, adopt=True)
     if epoch is None:  # only if the key vanished between the set and the read: another wipe
         raise ProjectionError("the log has no epoch (wiped again?): run the command again")
     previous = load_epoch(data_dir)
-    if previous == epoch:
+    if previous == epoch and not outdated(data_dir, embedder):
         raise NothingToReset(f"the projections in {projections_root(data_dir)} already come from the current log "
                              f"(epoch {epoch}): nothing to reset (`zhiyi replay --into DIR` rebuilds beside them)")
     staging = data_dir / f".rebuild-{epoch}"
