@@ -3,7 +3,7 @@ a transient Redis failure for the background loops."""
 
 from __future__ import annotations
 
-from redis.asyncio import Redis
+from redis.asyncio import BlockingConnectionPool, Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ReadOnlyError, TryAgainError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -22,6 +22,13 @@ RETRY_BACKOFF_MAX_S = 2.0
 """The longest wait between two retries, so every loop resumes within seconds of Redis returning."""
 
 
+POOL_WAIT_S = 5.0
+"""How long a caller waits for a free pooled connection when all are busy (then: unavailable)."""
+
+
 def connect(url: str, *, max_connections: int = 64) -> Redis:
-    return Redis.from_url(url, decode_responses=False, protocol=2, max_connections=max_connections,
-                          health_check_interval=30)
+    """A client whose pool makes callers wait for a free connection: redis-py's default pool raises
+    at once past `max_connections`, which answered a burst of concurrent requests with 503s."""
+    pool = BlockingConnectionPool.from_url(url, max_connections=max_connections, timeout=POOL_WAIT_S,
+                                           decode_responses=False, protocol=2, health_check_interval=30)
+    return Redis.from_pool(pool)  # the client owns the pool: aclose() closes its connections

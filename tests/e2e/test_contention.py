@@ -97,3 +97,14 @@ async def test_unversioned_deletes_race_one_winner(api):
     answers = await asyncio.gather(*[api.call("DELETE", f"/api/v1/distilled/{mid}", key) for _ in range(N)])
     assert sorted(status for status, _ in answers) == [200] + [409] * (N - 1), answers
     assert len(await _events_of(api, mid, "memory.deleted")) == 1
+
+
+async def test_more_concurrent_requests_than_redis_connections_wait_for_one(api):
+    """200 concurrent commits and recalls through a client pool of 64 connections: every request
+    waits for a connection instead of failing with 503 `unavailable` (too many connections)."""
+    key = await api.register("alice")
+    commits = [api.commit(key, f"fact number {i}") for i in range(150)]
+    recalls = [api.recall(key, f"fact {i}", cache=False) for i in range(50)]
+    answers = await asyncio.gather(*commits, *recalls)
+    assert [status for status, _ in answers] == [201] * 150 + [200] * 50, \
+        [body for status, body in answers if status >= 300][:3]
