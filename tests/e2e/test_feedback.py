@@ -3,6 +3,7 @@ volatility, deprecation, version conflicts, permissions and bad inputs (which wr
 
 from __future__ import annotations
 
+from eventually import eventually
 from tests.e2e.conftest import assert_error
 
 
@@ -191,16 +192,15 @@ async def test_permissions_and_bad_inputs(api):
 
 
 async def test_recalls_are_counted_on_the_memories_they_served(api):
-    import asyncio
 
     key = await api.register("alice")
     mid, pos = await _commit(api, key, "the office wifi is called zhiyi-guest")
     for _ in range(2):
         status, body = await api.recall(key, "office wifi name", after=pos, cache=False)
         assert status == 200 and body["results"][0]["memory_id"] == mid
-    for _ in range(100):  # recall.served events are buffered, then projected
+    async def recalled_twice():  # recall.served events are buffered, then projected
         v = await _versions(api, key, mid, pos)
-        if v["recall_count"] == 2:
-            break
-        await asyncio.sleep(0.05)
+        return v if v["recall_count"] == 2 else None
+
+    v = await eventually(recalled_twice, timeout_s=5, interval_s=0.05, what="recall_count 2 in the versions view")
     assert v["recall_count"] == 2 and v["last_recalled_at"] and v["version"] == 1

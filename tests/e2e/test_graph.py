@@ -4,8 +4,7 @@ namespace isolation and bad inputs."""
 
 from __future__ import annotations
 
-import asyncio
-
+from eventually import eventually
 from tests.e2e.conftest import assert_error
 from tests.e2e.test_feedback import _commit, _versions
 
@@ -86,12 +85,11 @@ async def test_repeated_recalls_create_co_occurs_edges_and_prefetch(api):
     rows = (await _query(api, key, "MATCH (x)-[r:CO_OCCURS]-(y) RETURN r.weight, r.evidence_count"))["rows"]
     assert rows and rows[0] == [1.0, 3]           # 3 co-recalls / min(3, 3)
     # the gateway follows the graph's CO_OCCURS edges in memory, up to PrefetchPartners.max_age_s behind
-    deadline = asyncio.get_running_loop().time() + 3.0
-    while True:
+    async def with_prefetch():
         _, res = await api.recall(key, "Postgres version on staging", cache=False, top_k=1)
-        if res["prefetch"] or asyncio.get_running_loop().time() > deadline:
-            break
-        await asyncio.sleep(0.05)
+        return res if res["prefetch"] else None
+
+    res = await eventually(with_prefetch, timeout_s=3, interval_s=0.05, what="a recall with prefetch partners")
     assert res["results"][0]["memory_id"] == a
     assert [p["memory_id"] for p in res["prefetch"]] == [b] and res["prefetch"][0]["weight"] == 1.0
 

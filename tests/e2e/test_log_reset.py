@@ -5,8 +5,8 @@ with its projectors in process; tests/e2e/test_up_log_reset.py does the same thr
 
 from __future__ import annotations
 
-import asyncio
 from conftest import Api, assert_error, make_settings
+from eventually import eventually
 from redis_process import RestartableRedis
 
 from events import keys
@@ -94,10 +94,10 @@ async def test_a_redis_outage_is_not_a_reset(aiohttp_client, tmp_path, use_embed
         assert status == 503 and got["error"]["code"] != "log_reset", got
 
         server.start()
-        deadline = asyncio.get_running_loop().time() + 15
-        while (await api.call("GET", "/health", None))[0] != 200:
-            assert asyncio.get_running_loop().time() < deadline, "not healthy after Redis came back"
-            await asyncio.sleep(0.1)
+        async def healthy() -> bool:
+            return (await api.call("GET", "/health", None))[0] == 200
+
+        await eventually(healthy, timeout_s=15, interval_s=0.1, what="/health 200 after Redis came back")
         status, got = await api.commit(key, "written after the outage")
         assert status == 201, got
     finally:

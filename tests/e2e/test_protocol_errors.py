@@ -8,6 +8,7 @@ import socket
 
 import orjson
 
+from eventually import eventually
 from gateway import http_server
 from gateway.app import create_app
 from tests.e2e.conftest import assert_error, make_settings
@@ -36,12 +37,13 @@ async def test_parser_errors_are_json(redis_url, tmp_path, use_embedder):
     port = _free_port()
     server = asyncio.create_task(http_server.serve(app, "127.0.0.1", port, handle_signals=False))
     try:
-        for _ in range(200):
+        async def health():
             try:
-                status, _, body = await _send(port, b"GET /health HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
-                break
+                return await _send(port, b"GET /health HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
             except OSError:
-                await asyncio.sleep(0.05)
+                return None                      # not listening yet
+
+        status, _, body = await eventually(health, timeout_s=10, interval_s=0.05, what="the server answering /health")
         assert status == 200 and orjson.loads(body)["redis"] is True
         for raw in (b"GET /health HTTP/1.1\r\nHost: t\r\nX-Big: " + b"a" * 9000 + b"\r\n\r\n",      # header > 8 KiB
                     b"POST /api/v1/commit HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nab\r\n0\r\n\r\n",

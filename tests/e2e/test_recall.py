@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
+from eventually import eventually
 from tests.e2e.conftest import ADMIN_KEY, assert_error
 
 
@@ -103,11 +102,8 @@ async def test_recall_served_is_appended_asynchronously(api):
     key = await api.register("alice")
     _, c = await api.commit(key, "the cache TTL is one hour")
     _, body = await api.recall(key, "cache ttl", after=c["position"])
-    for _ in range(50):
-        served = await _events_of_type(api, "recall.served")
-        if served:
-            break
-        await asyncio.sleep(0.02)
+    served = await eventually(lambda: _events_of_type(api, "recall.served"), timeout_s=1,
+                              what="a recall.served event in the log")
     assert served[0].data.query == "cache ttl" and served[0].agent == "alice"
     assert list(served[0].data.result_ids) == [r["memory_id"] for r in body["results"]]
 

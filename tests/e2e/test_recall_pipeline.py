@@ -3,8 +3,6 @@ search cache with generation-based invalidation, bootstrap, bad inputs."""
 
 from __future__ import annotations
 
-import asyncio
-
 import numpy as np
 
 from gateway.appkeys import READER, RECALL
@@ -88,7 +86,7 @@ async def test_cache_hit_and_invalidation_by_a_new_commit(api):
     _, a = await api.recall(key, query, after=first["__position"])
     _, b = await api.recall(key, query)
     assert a["cached"] is False and b["cached"] is True and b["results"] == a["results"]
-    await asyncio.sleep(0.2)  # recall.served events are projected meanwhile: they must not invalidate
+    await api.settle()  # the two recall.served events appended and projected: they must not invalidate
     _, c = await api.recall(key, query)
     assert c["cached"] is True
     _, commit = await api.commit(key, "Backups also run every Sunday at noon on the cloud bucket")

@@ -13,6 +13,7 @@ from events.catalogue import RecallServed, new_event
 from events.codec import decode
 from events.redis_client import connect
 from events.store import EventStore
+from eventually import eventually
 from gateway.audit import AuditWriter
 from redis_process import RestartableRedis
 
@@ -38,13 +39,6 @@ def _queries(server: RestartableRedis) -> list[str]:
     return out
 
 
-async def _until(predicate, timeout_s: float = 10.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout_s
-    while not predicate():
-        assert asyncio.get_running_loop().time() < deadline, "timed out"
-        await asyncio.sleep(0.05)
-
-
 async def test_audits_survive_an_outage_spilled_past_the_bound_and_appended_once(outage_redis, tmp_path):
     redis = connect(outage_redis.url)
     store = EventStore(redis, origin="t")
@@ -54,19 +48,19 @@ async def test_audits_survive_an_outage_spilled_past_the_bound_and_appended_once
     try:
         for i in range(30):
             writer.add(_audit(i))
-        await _until(lambda: writer.appended == 30)
+        await eventually(lambda: writer.appended == 30, timeout_s=10)
         outage_redis.stop()
         for i in range(30, 230):       # 200 recalls during the outage: 50 held in memory, the rest spilled
             writer.add(_audit(i))
             await asyncio.sleep(0.001)
-        await _until(lambda: not writer._pending)
+        await eventually(lambda: not writer._pending, timeout_s=10)
         await asyncio.sleep(0.3)       # a few failed tries
         assert writer.buffered <= 50 + 20
         spilled_batches = len(list(spill.glob("*.json")))
         assert writer.spilled >= 130 and spilled_batches * 20 >= 130
         outage_redis.start()
         started = asyncio.get_running_loop().time()
-        await _until(lambda: writer.appended == 230, timeout_s=10)
+        await eventually(lambda: writer.appended == 230, timeout_s=10)
         assert asyncio.get_running_loop().time() - started < 5   # back-off capped at 2 s
         assert not list(spill.glob("*.json"))
     finally:
@@ -112,7 +106,7 @@ async def test_audits_left_on_disk_at_exit_are_appended_at_the_next_start(outage
     writer = AuditWriter(EventStore(redis, origin="t"), spill_dir=spill, instance="t2", interval_s=0.02)
     writer.start()
     try:
-        await _until(lambda: writer.appended == 25)
+        await eventually(lambda: writer.appended == 25, timeout_s=10)
     finally:
         await writer.close()
         await redis.aclose()

@@ -15,6 +15,7 @@ from commands.scheduler import Scheduler
 from events.clock import ManualClock
 from events.redis_client import connect
 from events.store import EventStore
+from eventually import eventually
 from redis_process import RestartableRedis
 from test_reactions_runner import Echo, _follow_ups, commit
 
@@ -28,12 +29,9 @@ def outage_redis(tmp_path):
 
 async def _until(predicate, timeout_s: float) -> float:
     """Seconds until `predicate()` (an async callable) holds; fails after `timeout_s`."""
-    loop = asyncio.get_running_loop()
-    started = loop.time()
-    while not await predicate():
-        assert loop.time() - started < timeout_s, "timed out"
-        await asyncio.sleep(0.05)
-    return loop.time() - started
+    started = asyncio.get_running_loop().time()
+    await eventually(predicate, timeout_s=timeout_s, interval_s=0.05)
+    return asyncio.get_running_loop().time() - started
 
 
 async def test_reactions_start_while_redis_is_away_and_resume_after_an_outage(outage_redis):

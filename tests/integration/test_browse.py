@@ -17,6 +17,7 @@ from events.catalogue import AgentRegistered, MemoryCommitted, MemoryDeleted, Re
 from events.codec import encode_fields
 from events.envelope import Event
 from events.store import EventStore
+from eventually import eventually
 from gateway.cli_events import add_events_parser, run_events_command
 
 ZH = ("用户喜欢简洁的中文回答，不要冗长的解释；代码注释也用中文写，变量名保持英文，提交信息用英文祈使句。"
@@ -193,6 +194,12 @@ async def test_json_renderings(store: EventStore, seeded: Seeded) -> None:
 # --------------------------------------------------------------------------- follow
 
 
+async def _tailing(store: EventStore) -> bool:
+    """A client of the test's own Redis is blocked in XREAD: a follower took its start position
+    (it reads the end of the log before its first blocking read) and is waiting for new events."""
+    return any(c.get("cmd") == "xread" and "b" in c.get("flags", "") for c in await store.redis.client_list())
+
+
 async def test_follow_yields_events_appended_after_it_started(store: EventStore, seeded: Seeded) -> None:
     stop = asyncio.Event()
     got: list[Event] = []
@@ -202,13 +209,10 @@ async def test_follow_yields_events_appended_after_it_started(store: EventStore,
             got.append(e)
 
     task = asyncio.create_task(collect())
-    await asyncio.sleep(0.3)                     # let it take the current end as its start
+    await eventually(lambda: _tailing(store), what="follow blocked in XREAD (its start taken)")
     await _append(store, RecallServed("忽略", ("shared",), (), ()), "shared", "hermes")      # filtered out
     pos = await _append(store, MemoryCommitted("m9", "新的记忆", "shared", "fact", "system_fact"), "shared", "hermes")
-    for _ in range(200):
-        if got:
-            break
-        await asyncio.sleep(0.01)
+    await eventually(lambda: got, timeout_s=2, interval_s=0.01, what="the event appended after follow started")
     stop.set()
     await asyncio.wait_for(task, timeout=2)      # notices `stop` within the block timeout
     assert [e.position for e in got] == [pos]    # nothing from before it started, nothing filtered out
@@ -281,18 +285,15 @@ def test_cli_parser_rejects_bad_limit_and_missing_subcommand(capsys: pytest.Capt
 
 
 async def _wait_for(buf: io.StringIO, text: str) -> None:
-    for _ in range(300):
-        if text in buf.getvalue():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"{text!r} not in {buf.getvalue()!r}")
+    await eventually(lambda: text in buf.getvalue(), timeout_s=3, interval_s=0.01,
+                     what=f"{text!r} in the tail's output")
 
 
 async def test_cli_tail_until_stopped(store: EventStore, seeded: Seeded) -> None:
     out, err, stop = io.StringIO(), io.StringIO(), asyncio.Event()
     args = parser().parse_args(["events", "tail", "--agent", "小明", "--json"])
     task = asyncio.create_task(run_events_command(args, store, out=out, err=err, stop=stop, block_ms=50))
-    await asyncio.sleep(0.3)
+    await eventually(lambda: _tailing(store), what="tail blocked in XREAD (its start taken)")
     await _append(store, MemoryDeleted("m1", "hermes-main", 3), "hermes-main", "hermes")
     pos = await _append(store, MemoryCommitted("m8", "小明说：你好", "小明-main", "fact", "system_fact"), "小明-main", "小明")
     await _wait_for(out, pos)

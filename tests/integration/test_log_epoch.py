@@ -17,6 +17,7 @@ from events.catalogue import MemoryCommitted, new_event
 from events.errors import LogResetError
 from events.redis_client import connect
 from events.store import EventStore
+from eventually import eventually
 from gateway.epoch_guard import EpochGuard
 from projections.epoch import load_epoch, open_projections_epoch, save_epoch
 from projections.hash_embedder import HashEmbedder
@@ -29,13 +30,6 @@ from projections.runner_set import RunnerSet
 def commit(i: int) -> object:
     return new_event(MemoryCommitted(f"m{i}", f"memory {i}", "shared", "fact", "system_fact"), ns="shared",
                      agent="alice")
-
-
-async def until(predicate, timeout_s: float = 10.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout_s
-    while not await predicate():
-        assert asyncio.get_running_loop().time() < deadline, "condition not reached"
-        await asyncio.sleep(0.02)
 
 
 async def test_the_append_script_refuses_a_missing_or_foreign_epoch(store, redis) -> None:
@@ -105,10 +99,10 @@ async def test_the_projectors_wait_through_a_reset_and_fold_on_after_replay_in_p
     task = asyncio.create_task(runners.run(stop))
     try:
         last = await writer.last_position()
-        await until(lambda: _at(store, last))
+        await eventually(lambda: _at(store, last), timeout_s=10, what="the runners at the last position")
         old = load_epoch(tmp_path)
         await redis.flushall()
-        await until(lambda: _true(runners.waiting))
+        await eventually(lambda: runners.waiting, timeout_s=10, what="the runners waiting on the reset log")
         await asyncio.sleep(0.2)
         assert not task.done() and await redis.xlen(keys.STREAM) == 0
 
@@ -116,7 +110,7 @@ async def test_the_projectors_wait_through_a_reset_and_fold_on_after_replay_in_p
         assert (done.previous_epoch, done.kept) == (old, tmp_path / f"projections.{old}")
         new_writer = EventStore(redis, origin="w2")
         pos = (await new_writer.append([commit(7)])).position
-        await until(lambda: _at(store, pos))
+        await eventually(lambda: _at(store, pos), timeout_s=10, what="the runners at the new log's position")
         assert not runners.waiting and store.epoch == done.epoch
         reader = MemoriesProjector(tmp_path / "projections" / "memories", embedder)
         assert await reader.load_checkpoint() == pos
@@ -130,10 +124,6 @@ async def test_the_projectors_wait_through_a_reset_and_fold_on_after_replay_in_p
 
 async def _at(store: EventStore, position: str | None) -> bool:
     return position is not None and await store.checkpoint("memories") == position
-
-
-async def _true(value: bool) -> bool:
-    return value
 
 
 def _dead_url() -> str:

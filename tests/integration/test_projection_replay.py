@@ -10,6 +10,7 @@ import pytest
 
 from events.catalogue import MemoryCommitted, MemoryDeleted, new_event
 from events.envelope import Event, UnknownPayload
+from eventually import eventually
 from projections.errors import RebuildTargetNotEmpty
 from projections.hash_embedder import HashEmbedder
 from projections.memories import MemoriesProjector
@@ -122,8 +123,7 @@ async def test_verify_while_the_live_projector_keeps_running(store, tmp_path: Pa
             await asyncio.sleep(0.005)
 
     writer = asyncio.create_task(keep_writing())
-    while await store.checkpoint("memories") is None:
-        await asyncio.sleep(0.01)
+    await eventually(lambda: store.checkpoint("memories"), what="a first memories checkpoint")
     before = written[0]
     report = await verify(store, tmp_path / "live", tmp_path / "scratch", embedder)
     verified.set()

@@ -12,6 +12,7 @@ from events import positions
 from events.catalogue import MemoryCommitted, new_event
 from events.errors import LogResetError
 from events.store import EventStore
+from eventually import eventually
 from projections.hash_embedder import HashEmbedder
 from projections.memories import MemoriesProjector
 from projections.runner import ProjectionRunner
@@ -51,14 +52,6 @@ class BrokenApply(MemoriesProjector):
         raise ValueError("a bug in the fold")
 
 
-async def wait_for(predicate, timeout_s: float = 5.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    while not await predicate():
-        assert loop.time() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.01)
-
-
 async def test_catch_up_applies_in_batches_publishes_and_notifies(store, tmp_path: Path) -> None:
     pos = await append_n(store, 0, 7)
     seen: list[tuple[str, str]] = []
@@ -88,9 +81,9 @@ async def test_run_tails_until_stopped_and_resumes_from_its_checkpoint(store, tm
     stop = asyncio.Event()
     task = asyncio.create_task(ProjectionRunner(store, p, block_ms=50, notify=lambda n, q: seen.append(q)).run(stop))
     first = await append_n(store, 0, 3)
-    await wait_for(lambda: _at(store, first[-1]))
+    await eventually(lambda: _at(store, first[-1]), what="the runner at the first batch")
     second = await append_n(store, 3, 2)
-    await wait_for(lambda: _at(store, second[-1]))
+    await eventually(lambda: _at(store, second[-1]), what="the runner at the second batch")
     assert seen[-1] == second[-1] and all(positions.key(a) < positions.key(b) for a, b in zip(seen, seen[1:]))
     stop.set()
     await asyncio.wait_for(task, 2.0)
@@ -147,7 +140,7 @@ async def test_maintain_runs_at_most_every_interval_and_only_after_changes(store
     now[0] = 200
     stop = asyncio.Event()
     task = asyncio.create_task(runner.run(stop))
-    await wait_for(lambda: _maintained(p, 1))  # idle, but something was applied since the last one
+    await eventually(lambda: _maintained(p, 1), what="one maintenance run")  # idle, but something was applied since the last one
     now[0] = 400
     await asyncio.sleep(0.2)  # idle loops: nothing applied since, so no further maintenance
     stop.set()
