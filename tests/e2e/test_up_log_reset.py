@@ -15,8 +15,11 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import pytest
 import redis as sync_redis
 import up_process
+
+pytestmark = pytest.mark.slow  # starts a real `zhiyi up`/`zhiyi` process
 
 ADMIN = "up-log-reset-admin"
 

@@ -15,9 +15,14 @@ import time
 import urllib.request
 from pathlib import Path
 
+import pytest
+
+from eventually import eventually_sync
 from up_process import free_port as _free_port
 from up_process import start_up as _start
 from up_process import stop as _stop
+
+pytestmark = pytest.mark.slow  # starts a real `zhiyi up`/`zhiyi` process
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -93,18 +98,13 @@ def test_projectors_run_in_a_supervised_child_process(tmp_path: Path) -> None:
         assert again != child
         child = again
         ready = tmp_path / "data" / ".projectors-ready"   # touched again once the new one runs
-        deadline = time.monotonic() + 60
-        while not ready.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert ready.exists()
+        eventually_sync(ready.exists, timeout_s=60, interval_s=0.1, what="the restarted projectors' ready file")
         _commit_and_recall(port, key, "nightly backups run at 03:00 with restic")
 
         embedder = _embedder_child(proc.pid)   # recall queries are embedded in a child of the gateway
         assert embedder is not None
         os.kill(embedder, signal.SIGKILL)
-        deadline = time.monotonic() + 10
-        while not _gone(embedder) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        eventually_sync(lambda: _gone(embedder), timeout_s=10, interval_s=0.05, what="the killed query embedder gone")
         _commit_and_recall(port, key, "the billing service depends on PostgreSQL 15")  # a fresh one embeds it
         embedder = _embedder_child(proc.pid)
         assert embedder is not None
@@ -116,10 +116,8 @@ def test_projectors_run_in_a_supervised_child_process(tmp_path: Path) -> None:
     # of the threaded gateway, so lancedb's after-fork hook never fires (its output goes to ours)
     assert "fork support is experimental" not in out, out[-4000:]
     assert out.count("projectors.running") >= 2   # the child's own output is in `out`: first start, restart
-    deadline = time.monotonic() + 10
-    while child is not None and not _gone(child) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert child is None or _gone(child), "the projector process outlived the gateway"
+    eventually_sync(lambda: child is None or _gone(child), timeout_s=10, interval_s=0.1,
+                    what="the projector process gone with the gateway (it outlived it)")
     assert embedder is None or _gone(embedder), "the query embedder outlived the gateway"
 
 
@@ -131,10 +129,8 @@ def test_the_projector_child_goes_when_the_gateway_is_killed(tmp_path: Path) -> 
         child = _projector_child(proc.pid)
         proc.kill()
         proc.wait(timeout=30)
-        deadline = time.monotonic() + 15
-        while not _gone(child) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert _gone(child), "the projector process outlived a killed gateway"
+        eventually_sync(lambda: _gone(child), timeout_s=15, interval_s=0.1,
+                        what="the projector process gone with the killed gateway (it outlived it)")
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -19,6 +19,8 @@ from eventually import eventually
 from redis_process import RestartableRedis
 from test_reactions_runner import Echo, _follow_ups, commit
 
+pytestmark = pytest.mark.slow  # outages of several seconds: ~5 s and ~6.5 s
+
 
 @pytest.fixture
 def outage_redis(tmp_path):

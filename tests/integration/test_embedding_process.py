@@ -14,6 +14,7 @@ from projections.embedding import EmbeddingError, LocalUSEEmbedder
 from projections.embedding_process import ProcessEmbedder
 
 
+@pytest.mark.slow  # ~5 s: model child processes started twice
 def test_process_embedder_matches_the_model_in_process_and_restarts_after_a_crash() -> None:
     texts = ["the staging database listens on port 8080", "部署脚本运行在主力机上", "用户偏好结论先行"]
     local = LocalUSEEmbedder(threads=1).embed(texts)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from commands.handlers import CommandService
 from commands.model import DeleteMemory, Limits, RegisterAgent
 from commands.parsing import parse_batch, parse_commit
@@ -12,6 +14,8 @@ from projections.hash_embedder import HashEmbedder
 from projections.registry import make_projectors
 from projections.replay import verify
 from projections.runner import ProjectionRunner
+
+pytestmark = pytest.mark.slow  # ~15 s
 
 
 async def test_verify_passes_on_10k_mixed_events(store, tmp_path):

@@ -8,6 +8,7 @@ import asyncio
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -138,6 +139,7 @@ async def scenario(url: str, plan: list[tuple], root: Path) -> None:
         await redis.aclose()
 
 
+@pytest.mark.slow  # ~9 s
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(plan=steps)
 def test_live_digest_equals_rebuild_digest(redis_server, plan) -> None:
