@@ -3,11 +3,11 @@ do not leak or collide (point 8): through the real app, every answer in the one 
 
 from __future__ import annotations
 
-import asyncio
 
 import orjson
 
 from tests.e2e.conftest import ADMIN_KEY, assert_error
+from tests.e2e.raw_http import send_raw
 
 async def _openapi(api) -> dict:
     status, doc = await api.call("GET", "/api/v1/openapi.json", None)
@@ -22,15 +22,7 @@ def _concrete(path: str) -> str:
 async def _raw(api, request: bytes) -> tuple[int, dict]:
     """Send bytes the client library would refuse to build; parse the status line and the JSON body."""
     server = api.client.server
-    reader, writer = await asyncio.open_connection(server.host, server.port)
-    try:
-        writer.write(request)
-        await writer.drain()
-        data = await asyncio.wait_for(reader.read(), 10)
-    finally:
-        writer.close()
-    head, _, body = data.partition(b"\r\n\r\n")
-    status = int(head.split(b" ", 2)[1])
+    status, head, body = await send_raw(server.host, server.port, request)
     assert b"application/json" in head.lower(), head
     return status, orjson.loads(body)
 

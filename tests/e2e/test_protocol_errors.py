@@ -12,6 +12,7 @@ from eventually import eventually
 from gateway import http_server
 from gateway.app import create_app
 from tests.e2e.conftest import assert_error, make_settings
+from tests.e2e.raw_http import send_raw
 
 
 def _free_port() -> int:
@@ -21,15 +22,7 @@ def _free_port() -> int:
 
 
 async def _send(port: int, raw: bytes) -> tuple[int, bytes, bytes]:
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    try:
-        writer.write(raw)
-        await writer.drain()
-        data = await asyncio.wait_for(reader.read(), 10)
-    finally:
-        writer.close()
-    head, _, body = data.partition(b"\r\n\r\n")
-    return int(head.split(b" ", 2)[1]), head, body
+    return await send_raw("127.0.0.1", port, raw)
 
 
 async def test_parser_errors_are_json(redis_url, tmp_path, use_embedder):
