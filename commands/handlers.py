@@ -15,7 +15,7 @@ from commands.decide import (
     Decision, decide_add_synonyms, decide_commit, decide_correct, decide_delete, decide_deprecate, decide_feedback,
     decide_forget, decide_register,
 )
-from commands.errors import Conflict, IdempotencyKeyReused, NotFound
+from commands.errors import Conflict, NotFound
 from commands.idempotency import ADMIN_SCOPE, key_reused as _key_reused, register_idempotency
 from commands.model import (
     Actor, AddSynonyms, BatchCommit, CommitMemory, CorrectMemory, DeleteMemory, DeprecateMemory, GiveFeedback,

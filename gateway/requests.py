@@ -30,8 +30,9 @@ async def read_body(request: web.Request) -> bytes:
     broken chunked stream) is a 400 in the one error shape, not a 500."""
     try:
         return await request.read()
-    except (RequestPayloadError, zlib.error, UnicodeDecodeError, ValueError) as exc:
-        raise ApiError(400, ErrorCode.BAD_REQUEST, "the request body could not be read (its Content-Encoding does not match it, or "
+    except (RequestPayloadError, zlib.error, UnicodeDecodeError, ValueError):
+        raise ApiError(400, ErrorCode.BAD_REQUEST,
+                       "the request body could not be read (its Content-Encoding does not match it, or "
                        "the transfer broke off)",
                        {"content_encoding": request.headers.get("Content-Encoding", "")}, close=True) from None
 
