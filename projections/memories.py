@@ -207,13 +207,17 @@ class MemoriesProjector(LanceProjection):
     # ------------------------------------------------------------------ digest, upkeep
 
     async def digest(self) -> str:
-        """Digest of the rows as of the checkpoint (the table version it records), column-wise."""
+        return (await self.digest_at())[0]
+
+    async def digest_at(self) -> tuple[str, str | None]:
+        """Digest of the rows as of the checkpoint (the table version it records), column-wise, and
+        that checkpoint's position: consistent however fast a live writer moves on."""
         ck = await asyncio.to_thread(checkpoint_file.load, self.directory)
         if ck is None or ck.table_version is None or not await self._table.exists():
             table = memories_schema(1).empty_table().select(SCALAR_COLUMNS)
         else:
             table = (await self._table.scan(SCALAR_COLUMNS, ck.table_version)).sort_by("id")
-        return await asyncio.to_thread(_digest_table, table)
+        return await asyncio.to_thread(_digest_table, table), ck.position if ck else None
 
     async def maintain(self) -> None:
         """Compact, refresh the indexes (creating the vector index once the table is big enough),

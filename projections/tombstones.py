@@ -130,13 +130,17 @@ class TombstonesProjector(LanceProjection):
     # ------------------------------------------------------------------ digest, upkeep
 
     async def digest(self) -> str:
-        """Digest of the rows as of the checkpoint (the table version it records), in id order."""
+        return (await self.digest_at())[0]
+
+    async def digest_at(self) -> tuple[str, str | None]:
+        """Digest of the rows as of the checkpoint (the table version it records), in id order, and
+        that checkpoint's position."""
         ck = await asyncio.to_thread(checkpoint_file.load, self.directory)
         if ck is None or ck.table_version is None or not await self._table.exists():
             table = SCHEMA.empty_table()
         else:
             table = (await self._table.scan(SCHEMA.names, ck.table_version)).sort_by("id")
-        return await asyncio.to_thread(_digest_table, table)
+        return await asyncio.to_thread(_digest_table, table), ck.position if ck else None
 
     async def maintain(self) -> None:
         """Compact, refresh the key index, prune versions older than `retention`; digest unchanged."""
