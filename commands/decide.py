@@ -12,18 +12,18 @@ from commands.errors import Conflict, Forbidden, InvalidCommand, NotFound, Unpro
 from commands.model import (
     Actor, AddSynonyms, CommitMemory, CorrectMemory, DeleteMemory, DeprecateMemory, GiveFeedback, RegisterAgent,
 )
-from events import keys
+from events.redis import keys
 from events.catalogue import (
     AgentRegistered, MemoryCommitted, MemoryCorrected, MemoryDeleted, MemoryDeprecated, MemoryDownweighted,
     MemoryFeedback, MemoryForgotten, SynonymAdded, new_event,
 )
 from events.envelope import Event
-from events.indexes import Guard
-from events.store import AgentIndex, MemoryIndex
+from events.redis.indexes import Guard
+from events.redis.store import AgentIndex, MemoryIndex
 from events.vocabulary import EPHEMERAL_SUFFIX, MAIN_SUFFIX, SHARED_NAMESPACE
-from projections.queries.forgetting import ForgetCandidate
-from projections.queries.synonyms import normalize_term
-from projections.queries.time_rules import Due
+from commands.rules.forgetting import ForgetCandidate
+from projections.synonyms.reader import normalize_term
+from commands.rules.time_rules import Due
 
 
 @dataclass(frozen=True, slots=True)

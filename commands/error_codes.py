@@ -2,7 +2,7 @@
 
 It lives in `commands` (not `gateway`) so that the write side's domain errors can name their codes
 too: `gateway` imports `commands`, never the other way round. The HTTP status of each code is the
-gateway's business (`gateway/errors.py`); README's "Error codes" table lists status, code and meaning,
+gateway's business (`gateway/http/errors.py`); README's "Error codes" table lists status, code and meaning,
 and `tests/unit/test_error_codes.py` keeps the three in step (and greps the source for stray codes).
 """
 

@@ -4,7 +4,7 @@
 - `EvalService.generate`: sample memories (deterministically, seeded by the request or by the log
   position), build rule-based queries, append `eval.golden_set_created`.
 - `EvalService.run`: resolve the queries (explicit, a golden set by id, or the latest golden set),
-  run them through the recall service (`projections.queries.evaluation.evaluate`: the same
+  run them through the recall service (`projections.queries.evaluation.metrics.evaluate`: the same
   `RecallService` as `/api/v1/recall`, never audited), append `eval.completed`.
 """
 
@@ -23,11 +23,12 @@ from commands.parsing import (
 )
 from events import positions
 from events.catalogue import EvalCompleted, GoldenSetCreated, new_event
-from events.store import EventStore
-from projections.queries import golden, golden_rules
-from projections.queries.eval_log import GoldenSet, find_golden_set
-from projections.queries.evaluation import DEFAULT_TOP_K, MAX_QUERIES, EvalQuery, EvalReport, Recaller, evaluate
-from projections.reader import MemoriesReader
+from events.redis.store import EventStore
+from projections.queries.evaluation import golden_sample as golden
+from projections.queries.evaluation import golden_rules
+from projections.queries.evaluation.eval_log import GoldenSet, find_golden_set
+from projections.queries.evaluation.metrics import DEFAULT_TOP_K, MAX_QUERIES, EvalQuery, EvalReport, Recaller, evaluate
+from projections.memories.reader import MemoriesReader
 
 log = structlog.get_logger(__name__)
 

@@ -22,7 +22,7 @@ from commands.model import (
     IdempotencyRequest, Limits, RegisterAgent,
 )
 from events.errors import GuardFailed, IdempotencyConflict
-from events.store import AppendResult, EventStore, Idempotency
+from events.redis.store import AppendResult, EventStore, Idempotency
 
 log = structlog.get_logger(__name__)
 

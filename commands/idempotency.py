@@ -14,7 +14,7 @@ import orjson
 
 from commands.errors import IdempotencyKeyReused
 from commands.model import IdempotencyRequest, RegisterAgent
-from events.store import Idempotency
+from events.redis.store import Idempotency
 
 REGISTER_SCOPE = "zhiyi-register"
 """Idempotency scope of registrations (`zhiyi*` ids are reserved, so no agent shares it)."""

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from events.clock import Clock, SystemClock
-from projections.http_provider import JsonPoster, endpoint_url
+from projections.models.http_poster import JsonPoster, endpoint_url
 
 BUDGET_KEY = "zhiyi:llm:calls:"      # + UTC date; expires after two days
 DEFAULT_DAILY_LIMIT = 500

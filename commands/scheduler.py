@@ -28,12 +28,12 @@ import structlog
 from commands.decide import decide_deadline_deprecations, decide_downweights, decide_forget
 from events.catalogue import GraphPruned, new_event
 from events.clock import Clock
-from events.redis_client import RETRY_BACKOFF_MAX_S, TRANSIENT_ERRORS
+from events.redis.client import RETRY_BACKOFF_MAX_S, TRANSIENT_ERRORS
 from events.vocabulary import SHARED_NAMESPACE
-from projections.queries.forgetting import DEFAULT_CAPACITY, ForgetCandidate, choose, live_rows
-from projections.queries.graph_prune import PrunePlan, plan_prune
-from projections.queries.time_rules import Due, quality_deadline, stale_unrecalled
-from projections.scores import STALE_IMPORTANCE_FACTOR
+from commands.rules.forgetting import DEFAULT_CAPACITY, ForgetCandidate, choose, live_rows
+from projections.graph.prune import PrunePlan, plan_prune
+from commands.rules.time_rules import Due, quality_deadline, stale_unrecalled
+from projections.memories.scores import STALE_IMPORTANCE_FACTOR
 
 log = structlog.get_logger(__name__)
 
@@ -61,13 +61,13 @@ class TickReport:
 
 @dataclass
 class Scheduler:
-    store: Any                  # events.store.EventStore
+    store: Any                  # events.redis.store.EventStore
     commands: Any               # commands.handlers.CommandService
-    reader: Any                 # projections.reader.MemoriesReader
-    activity: Any               # projections.queries.activity.ActivityReader
-    waiter: Any                 # projections.waiter.CheckpointWaiter
+    reader: Any                 # projections.memories.reader.MemoriesReader
+    activity: Any               # projections.activity.reader.ActivityReader
+    waiter: Any                 # projections.core.waiter.CheckpointWaiter
     clock: Clock
-    graph: Any = None           # projections.queries.graph.GraphReader (None: no graph maintenance)
+    graph: Any = None           # projections.graph.reader.GraphReader (None: no graph maintenance)
     capacity: int = DEFAULT_CAPACITY
     wait_s: float = 30.0
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False, repr=False)

@@ -21,7 +21,7 @@ from events import positions
 from events.codec import payload_to_dict, to_json_dict
 from events.envelope import Event
 from events.hlc import iso_from_ms
-from events.store import EventStore
+from events.redis.store import EventStore
 
 SLACK_MS = 60_000                  # HLC wall time vs stream-id time: widen id bounds by this
 MAX_SEQ = 2**64 - 1

@@ -69,7 +69,7 @@ def redis_url(redis_server):
 
 @pytest.fixture
 async def redis(redis_url):
-    from events.redis_client import connect
+    from events.redis.client import connect
 
     client = connect(redis_url)
     yield client
@@ -78,6 +78,6 @@ async def redis(redis_url):
 
 @pytest.fixture
 async def store(redis):
-    from events.store import EventStore
+    from events.redis.store import EventStore
 
     return EventStore(redis, origin="test-node")

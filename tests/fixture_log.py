@@ -73,7 +73,7 @@ def entry_types(entries: list[tuple[str, list[tuple[str, str]]]]) -> set[str]:
 async def load_fixture_log(redis, path: Path = LOG_PATH) -> str:
     """XADD every entry of the fixture with its original id into an empty log; set the epoch;
     rebuild the write-side indexes. Returns the last position."""
-    from events.store import EventStore
+    from events.redis.store import EventStore
 
     if await redis.exists(STREAM):
         raise RuntimeError(f"{STREAM} is not empty: the fixture loads into an empty Redis only")
@@ -94,16 +94,16 @@ def _rows(digests: dict) -> dict[str, dict[str, Any]]:
 async def fold_digests(redis, workdir: Path, *, live_batch_size: int = 7) -> dict[str, Any]:
     """What the fixture's log folds to, three ways, over a loaded log:
 
-    - `rebuild`: projections.replay.rebuild into a fresh root (what `zhiyi replay --into` prints);
+    - `rebuild`: projections.core.replay.rebuild into a fresh root (what `zhiyi replay --into` prints);
     - `live`: the projection runners folding it in small batches (`live_batch_size`, so batches
-      split the log unlike a rebuild's), then projections.replay.live_digests (what `zhiyi digest`
+      split the log unlike a rebuild's), then projections.core.replay.live_digests (what `zhiyi digest`
       prints);
-    - `verify_ok`: projections.replay.verify of that live root (`zhiyi replay --verify`).
+    - `verify_ok`: projections.core.replay.verify of that live root (`zhiyi replay --verify`).
     """
-    from events.store import EventStore
-    from projections.registry import make_projectors
-    from projections.replay import live_digests, rebuild, verify
-    from projections.runner import ProjectionRunner
+    from events.redis.store import EventStore
+    from projections.core.registry import make_projectors
+    from projections.core.replay import live_digests, rebuild, verify
+    from projections.core.runner import ProjectionRunner
 
     store = EventStore(redis, origin="fixture-digests")
     embedder = FixtureEmbedder()

@@ -17,8 +17,8 @@ MAX_DEPENDANTS = 500
 
 @dataclass
 class CorrectionCascadePolicy:
-    graph: Any                        # projections.queries.graph.GraphReader
-    store: Any                        # events.store.EventStore (write-side memory index)
+    graph: Any                        # projections.graph.reader.GraphReader
+    store: Any                        # events.redis.store.EventStore (write-side memory index)
     name: str = "correction_cascade"
     reads: tuple[str, ...] = ("graph",)
 

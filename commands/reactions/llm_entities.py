@@ -1,7 +1,7 @@
 """LLM entity extraction (seed 2.5.3 source 1), a reaction on each commit and correction: the
 configured chat model names the entities of the memory's content, and the answer is recorded as
 an `entities.extracted` event for that version (the graph adds the entities; replay never calls
-the model). The deterministic extractor (`projections.entities`) runs in the graph projector
+the model). The deterministic extractor (`projections.text.entities`) runs in the graph projector
 regardless; this adds what rules cannot see (people, products, concepts). Only wired when
 `LLM_ENDPOINT` is set. A spent budget, a refused request or an unusable answer records nothing
 (logged), so a model outage never blocks the reactions."""

@@ -15,15 +15,15 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from events import keys
+from events.redis import keys
 from events.catalogue import MemoryFeedback, MemoryQualityDropped, MemoryQualityRecovered, new_event
 from events.envelope import Event
-from projections.queries.time_rules import quality_low
+from commands.rules.time_rules import quality_low
 
 
 @dataclass
 class QualityNoticePolicy:
-    reader: Any                      # projections.reader.MemoriesReader
+    reader: Any                      # projections.memories.reader.MemoriesReader
     redis: Any
     name: str = "quality_notice"
     reads: tuple[str, ...] = ("memories",)

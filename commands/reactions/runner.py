@@ -1,6 +1,6 @@
 """The reactions runner: policies over the log through a Redis consumer group.
 
-- Workers share the group `zhiyi:events` / :data:`events.keys.REACTIONS_GROUP` (created at the
+- Workers share the group `zhiyi:events` / :data:`events.redis.keys.REACTIONS_GROUP` (created at the
   start of the log, so a new deployment also reacts to what was committed before it ran); each
   event is delivered to one worker (`XREADGROUP`).
 - For each event, every policy that wants it waits until the projections it reads have reached
@@ -10,9 +10,9 @@
   event acknowledged (`XACK`): a worker that dies mid-batch leaves its events pending.
 - Pending events idle for longer than `claim_idle_ms` (their worker died or is stuck) are
   claimed by another worker (`XPENDING` + `XCLAIM`); one delivered more than `max_deliveries`
-  times goes to the dead-letter stream :data:`events.keys.REACTIONS_DEAD` and is acknowledged.
+  times goes to the dead-letter stream :data:`events.redis.keys.REACTIONS_DEAD` and is acknowledged.
 - A worker restarting under the same consumer name first re-handles its own pending events.
-- Transient Redis errors (`events.redis_client.TRANSIENT_ERRORS`), at start too, are logged and
+- Transient Redis errors (`events.redis.client.TRANSIENT_ERRORS`), at start too, are logged and
   retried with back-off (up to 2 s), re-handling this consumer's unacknowledged events first; the
   loop does not crash.
 """
@@ -27,12 +27,12 @@ import redis.exceptions
 import structlog
 
 from commands.reactions.policy import Policy
-from events import keys
+from events.redis import keys
 from events.codec import decode
 from events.envelope import Event
-from events.redis_client import RETRY_BACKOFF_MAX_S, TRANSIENT_ERRORS
-from events.replies import as_str, entries
-from events.store import EventStore, Idempotency
+from events.redis.client import RETRY_BACKOFF_MAX_S, TRANSIENT_ERRORS
+from events.redis.replies import as_str, entries
+from events.redis.store import EventStore, Idempotency
 
 log = structlog.get_logger(__name__)
 
@@ -52,7 +52,7 @@ class ReactionsRunner:
     store: EventStore
     policies: Sequence[Policy]
     consumer: str
-    waiter: Any = None                  # projections.waiter.CheckpointWaiter, for policies' `reads`
+    waiter: Any = None                  # projections.core.waiter.CheckpointWaiter, for policies' `reads`
     group: str = keys.REACTIONS_GROUP
     batch: int = 100
     block_ms: int = 1000
@@ -94,7 +94,7 @@ class ReactionsRunner:
                 delay = min(delay * 2, RETRY_BACKOFF_MAX_S)
             except redis.exceptions.ResponseError as exc:
                 if _group_lost(exc):
-                    # the stream (and its group) was deleted: a wiped log (see events.keys.EPOCH); the group is
+                    # the stream (and its group) was deleted: a wiped log (see events.redis.keys.EPOCH); the group is
                     # created again, so the reactions go on with the log rebuilt by `zhiyi replay --in-place`
                     log.error("reactions.group_lost", error=str(exc), retry_in_s=delay)
                     self._group_ready = False

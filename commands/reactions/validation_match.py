@@ -3,14 +3,14 @@
 Each commit compares the current episode (``new_text``) with an existing distilled memory
 (``old_text``); the first level that fires wins:
 
-* **P1** (+0.15, immediate): the texts share an entity (:mod:`projections.entities`, compared by
+* **P1** (+0.15, immediate): the texts share an entity (:mod:`projections.text.entities`, compared by
   ``kind:norm``). Every kind counts -- url, ip, port, path, version, identifier, name, term --
   except entities too common to corroborate anything alone (:data:`P1_MIN_LENGTH`): a ``term``
   or ``name`` shorter than 3 characters (配置, 问题, 版本; AI, UI). Those still feed P2/P3.
 * **P2** (+0.15, immediate): >= 2 shared meaningful words, pooled across languages: English words
-  of >= 3 characters with a letter, not stop words (``projections.text`` lists plus a few fillers),
+  of >= 3 characters with a letter, not stop words (``projections.text.lexical`` lists plus a few fillers),
   compared Snowball-stemmed (``listens`` = ``listen``); Chinese bigrams taken inside the pieces
-  that :func:`projections.entities.cjk_pieces` leaves after splitting on function words and
+  that :func:`projections.text.entities.cjk_pieces` leaves after splitting on function words and
   characters, so no bigram is made of function characters (我们, 的是).
 * **P3**: overlap coefficient ``|A & B| / min(|A|, |B|)`` of character n-gram sets. Text is
   NFKC-normalised and lower-cased; n-grams are taken inside each CJK run or Latin word, never
@@ -25,7 +25,7 @@ Each commit compares the current episode (``new_text``) with an existing distill
 
 Identical non-blank texts always match (at worst P3 with overlap 1.0); blank text never does.
 Confidence after a delta is capped at :data:`CONFIDENCE_CAP` (:func:`bump`). Only the first
-``projections.entities.MAX_CHARS`` characters of each text are read. To compare one episode with
+``projections.text.entities.MAX_CHARS`` characters of each text are read. To compare one episode with
 many memories, compute :func:`features` once per text and call :func:`match_features`.
 
 Pure and deterministic: no clock, no randomness, no I/O.
@@ -38,8 +38,8 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Final
 
-from projections.entities import FUNCTION_CHARS, MAX_CHARS, cjk_pieces, extract
-from projections.text import QUERY_STOP_WORDS, STOP_WORDS, terms
+from projections.text.entities import FUNCTION_CHARS, MAX_CHARS, cjk_pieces, extract
+from projections.text.lexical import QUERY_STOP_WORDS, STOP_WORDS, terms
 
 __all__ = [
     "CONFIDENCE_CAP", "P1_DELTA", "P2_DELTA", "P3_ACCUMULATED_DELTA", "P3_DELTA", "P3_PARTIALS_NEEDED",

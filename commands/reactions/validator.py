@@ -18,12 +18,13 @@ from typing import Any
 from commands.reactions.validation_match import (
     CONFIDENCE_CAP, P3_ACCUMULATED_DELTA, P3_PARTIALS_NEEDED, match,
 )
-from events import keys, positions
+from events import positions
+from events.redis import keys
 from events.catalogue import MemoryCommitted, MemoryValidated, new_event
 from events.envelope import Event
 from events.vocabulary import SHARED_NAMESPACE
-from projections.queries.recall import RecallRequest
-from projections.scores import ms_of
+from projections.queries.recall.service import RecallRequest
+from projections.memories.scores import ms_of
 
 CANDIDATES = 10          # nearest stored memories compared with each commit
 MAX_VALIDATED = 5        # memories one commit may confirm
@@ -33,8 +34,8 @@ CANDIDATE_COLUMNS = ["id", "content", "namespace", "confidence", "timestamp"]
 
 @dataclass
 class PassiveValidatorPolicy:
-    recall: Any                      # projections.queries.recall.RecallService
-    reader: Any                      # projections.reader.MemoriesReader
+    recall: Any                      # projections.queries.recall.service.RecallService
+    reader: Any                      # projections.memories.reader.MemoriesReader
     redis: Any
     name: str = "passive_validator"
     reads: tuple[str, ...] = ("memories",)

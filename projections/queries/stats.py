@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from projections.reader import MemoriesReader
+from projections.memories.reader import MemoriesReader
 
 
 def memory_stats(reader: MemoriesReader) -> dict[str, Any]:

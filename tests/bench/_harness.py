@@ -79,7 +79,7 @@ def zhiyi_process(command: str, redis_url: str, data_dir: Path, admin_key: str, 
     port = free_port()
     env = dict(os.environ, REDIS_URL=redis_url, API_KEY=admin_key, OPENBLAS_NUM_THREADS="1",
                ZHIYI_LOG_LEVEL="warning", **(extra_env or {}))
-    proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", command, "--data-dir", str(data_dir),
+    proc = subprocess.Popen([sys.executable, "-m", "gateway.cli.main", command, "--data-dir", str(data_dir),
                              "--port", str(port)], cwd=ROOT, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
@@ -111,9 +111,9 @@ def _process_label(pid: str) -> str | None:
     text = " ".join(a.decode(errors="replace") for a in argv)
     if int(pid) == os.getpid():
         return "bench client"
-    if "gateway.cli" in text:
+    if "gateway.cli.main" in text:
         for command in ("project", "serve", "up"):
-            if f"gateway.cli {command}" in text:
+            if f"gateway.cli.main {command}" in text:
                 return "projectors" if command == "project" else f"gateway ({command})"
     if "multiprocessing" in text:
         return "spawned children"   # the gateway's query embedder

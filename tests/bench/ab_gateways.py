@@ -38,7 +38,7 @@ def start(command: str, redis_url: str, data_dir: Path, env_extra: dict, port: i
           root: Path = ROOT) -> subprocess.Popen:
     env = dict(os.environ, REDIS_URL=redis_url, API_KEY=ADMIN, OPENBLAS_NUM_THREADS="1", ZHIYI_LOG_LEVEL="warning",
                ZHIYI_NO_REACTIONS="1", **env_extra)
-    argv = [sys.executable, "-m", "gateway.cli", command, "--data-dir", str(data_dir)]
+    argv = [sys.executable, "-m", "gateway.cli.main", command, "--data-dir", str(data_dir)]
     if port:
         argv += ["--port", str(port)]
     return subprocess.Popen(argv, cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -1,4 +1,4 @@
-"""What the log_reset guard (gateway/epoch_guard.py: one Redis GET, begun after the request
+"""What the log_reset guard (gateway/http/epoch_guard.py: one Redis GET, begun after the request
 arrived and shared by concurrent requests, before authentication) costs a recall: the real app in
 process over a private Redis, its projectors in a `zhiyi project` child as `zhiyi up` runs them,
 alternating windows with the guard's check on and replaced by a no-op, at concurrency 1 (latency)
@@ -24,10 +24,10 @@ from _harness import ROOT, percentile, private_redis  # noqa: E402  (puts the re
 
 from aiohttp.test_utils import TestClient, TestServer
 
-from gateway.app import create_app
-from gateway.appkeys import EPOCH_GUARD
-from gateway.settings import Settings
-from projections.embedding import CachedEmbedder, LocalUSEEmbedder
+from gateway.http.app import create_app
+from gateway.http.appkeys import EPOCH_GUARD
+from gateway.process.settings import Settings
+from projections.models.embedding import CachedEmbedder, LocalUSEEmbedder
 
 ADMIN = "bench-admin"
 WORDS = "tea deploy window staging database backup billing invoice schedule release cache index".split()
@@ -68,7 +68,7 @@ async def main(args: argparse.Namespace) -> None:
         settings = dataclasses.replace(
             Settings(redis_url=url, data_dir=Path(tmp) / "data", api_key=ADMIN, instance_id="bench"),
             query_embedding_process=False, run_projectors=False, run_reactions=False, run_scheduler=False)
-        child = subprocess.Popen([sys.executable, "-m", "gateway.cli", "project", "--data-dir", str(settings.data_dir),
+        child = subprocess.Popen([sys.executable, "-m", "gateway.cli.main", "project", "--data-dir", str(settings.data_dir),
                                   "--redis-url", url], cwd=ROOT, env=dict(os.environ, ZHIYI_LOG_LEVEL="warning"),
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         client = TestClient(TestServer(create_app(settings, embedder=embedder)))

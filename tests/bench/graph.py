@@ -30,16 +30,16 @@ import structlog  # noqa: E402
 from _harness import percentile, private_redis  # noqa: E402
 
 from events.catalogue import MemoryCommitted, RecallServed, new_event  # noqa: E402
-from events.redis_client import connect  # noqa: E402
-from events.store import EventStore  # noqa: E402
-from projections.graph import GraphProjector  # noqa: E402
-from projections.hash_embedder import HashEmbedder  # noqa: E402
-from projections.memories import MemoriesProjector  # noqa: E402
-from projections.queries.graph import GraphReader  # noqa: E402
-from projections.queries.graph_navigate import navigate  # noqa: E402
-from projections.queries.graph_query import run as run_query  # noqa: E402
-from projections.queries.graph_schema import GRAPH_SCHEMA  # noqa: E402
-from projections.runner import ProjectionRunner  # noqa: E402
+from events.redis.client import connect  # noqa: E402
+from events.redis.store import EventStore  # noqa: E402
+from projections.graph.projector import GraphProjector  # noqa: E402
+from tests.hash_embedder import HashEmbedder  # noqa: E402
+from projections.memories.projector import MemoriesProjector  # noqa: E402
+from projections.graph.reader import GraphReader  # noqa: E402
+from projections.graph.navigate import navigate  # noqa: E402
+from projections.graph.query import run as run_query  # noqa: E402
+from projections.graph.schema import GRAPH_SCHEMA  # noqa: E402
+from projections.core.runner import ProjectionRunner  # noqa: E402
 
 SERVICES = ["Nginx", "Redis", "ComfyUI", "Grafana", "Postgres", "LanceDB", "Kafka", "Prometheus", "Vault", "Jenkins"]
 HOSTS = ["gpu-box", "db-01", "edge-eu", "ci-runner", "staging", "prod-api"]

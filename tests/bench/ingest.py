@@ -94,7 +94,7 @@ async def raw_xadd(redis_url: str, batches: int, size: int) -> float:
     """Baseline: the same events, encoded by the codec, XADDed in pipelines of `size` (no Lua, no HTTP)."""
     from events.catalogue import MemoryCommitted, new_event
     from events.codec import encode_fields
-    from events.redis_client import connect
+    from events.redis.client import connect
 
     redis = connect(redis_url)
     t = time.perf_counter()

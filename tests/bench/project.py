@@ -29,15 +29,15 @@ import structlog  # noqa: E402
 from _harness import private_redis  # noqa: E402
 
 from events.catalogue import MemoryCommitted, new_event  # noqa: E402
-from events.redis_client import connect  # noqa: E402
-from events.store import EventStore  # noqa: E402
-from projections.embedding import make_embedder  # noqa: E402
-from projections.memories import MemoriesProjector  # noqa: E402
-from projections.reader import MemoriesReader  # noqa: E402
-from projections.registry import projection_dir  # noqa: E402
-from projections.replay import rebuild  # noqa: E402
-from projections.runner import ProjectionRunner  # noqa: E402
-from projections.waiter import CheckpointWaiter  # noqa: E402
+from events.redis.client import connect  # noqa: E402
+from events.redis.store import EventStore  # noqa: E402
+from projections.models.embedding import make_embedder  # noqa: E402
+from projections.memories.projector import MemoriesProjector  # noqa: E402
+from projections.memories.reader import MemoriesReader  # noqa: E402
+from projections.core.registry import projection_dir  # noqa: E402
+from projections.core.replay import rebuild  # noqa: E402
+from projections.core.runner import ProjectionRunner  # noqa: E402
+from projections.core.waiter import CheckpointWaiter  # noqa: E402
 
 EN_WHO = ["The user", "Alice", "The ops team", "Our client in Berlin", "The data team", "Bob from finance",
           "The on-call engineer", "The product owner", "The mobile team", "The security lead"]

@@ -106,8 +106,8 @@ def ann_recall(data_dir: Path, n_queries: int, rng: random.Random) -> None:
     """recall@10 of the indexed (ANN) search against exhaustive search, same prefilter."""
     import lancedb
 
-    from projections.embedding import LocalUSEEmbedder
-    from projections.reader import _search_filter
+    from projections.models.embedding import LocalUSEEmbedder
+    from projections.memories.reader import _search_filter
 
     table = lancedb.connect(str(data_dir / "projections" / "memories")).open_table("memories")
     indices = [ix.index_type for ix in table.list_indices() if list(ix.columns) == ["vector"]]
@@ -129,9 +129,9 @@ def ann_recall(data_dir: Path, n_queries: int, rng: random.Random) -> None:
 
 async def serving_ann_recall(data_dir: Path, n_queries: int, rng: random.Random) -> None:
     """recall@10 of the serving index's dense search (IVF where partitioned) against exact search."""
-    from projections.embedding import LocalUSEEmbedder
-    from projections.serving_index import ServingIndex
-    from projections.vector_index import exact_top
+    from projections.models.embedding import LocalUSEEmbedder
+    from projections.serving.index import ServingIndex
+    from projections.serving.dense import exact_top
 
     index = ServingIndex(data_dir / "projections" / "memories")
     t = time.perf_counter()

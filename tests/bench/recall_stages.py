@@ -17,10 +17,10 @@ import numpy as np
 from _harness import percentile  # noqa: E402  (puts the repository on sys.path)
 from recall import query, sentence  # noqa: E402
 
-from projections.lexical_index import BM25Params
-from projections.serving_partition import Partition
-from projections.text import index_text, query_text, terms
-from projections.vector_index import IvfParams
+from projections.serving.bm25 import BM25Params
+from projections.serving.partition import Partition
+from projections.text.lexical import index_text, query_text, terms
+from projections.serving.dense import IvfParams
 
 
 def timed(label: str, fn, n: int) -> None:

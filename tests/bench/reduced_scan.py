@@ -1,4 +1,4 @@
-"""The serving index's reduced-dimension IVF scan (projections.vector_index) against the full scan,
+"""The serving index's reduced-dimension IVF scan (projections.serving.dense) against the full scan,
 on real embeddings: N of the recall benchmark's sentences (synthetic, low-rank) and the LoCoMo
 dialog turns (real text), with their own queries. Prints, for each data set, the dimensions the
 training chose, search time per query, and recall@10 / @50 of both scans against exact search.
@@ -19,8 +19,8 @@ import numpy as np
 from _harness import ROOT, percentile  # noqa: E402  (puts the repository on sys.path)
 from recall import query, sentence  # noqa: E402
 
-from projections.embedding import LocalUSEEmbedder
-from projections.vector_index import IvfParams, exact_top, train_ivf
+from projections.models.embedding import LocalUSEEmbedder
+from projections.serving.dense import IvfParams, exact_top, train_ivf
 
 LOCOMO = ROOT.parent / "shared" / "eval" / "locomo-dev.json"
 

@@ -1,4 +1,4 @@
-"""Query expansion cost with a large synonyms table (projections.queries.synonyms): the time per
+"""Query expansion cost with a large synonyms table (projections.synonyms.reader): the time per
 `SynonymTable.expansions` call for N symmetric groups of three terms, on an ordinary query. Every
 recall expands its query, so this should stay well under a millisecond at a thousand groups.
 (Moved out of the unit tests, where a time limit was flaky on a loaded machine.)
@@ -13,7 +13,7 @@ import time
 
 from _harness import percentile  # noqa: E402  (puts the repository on sys.path)
 
-from projections.queries.synonyms import SynonymTable, normalize_term
+from projections.synonyms.reader import SynonymTable, normalize_term
 
 QUERY = "a fairly ordinary recall query about term17 and 同义42 with some more words " * 3
 

@@ -9,12 +9,12 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from events import keys
+from events.redis import keys
 from events.clock import ManualClock
-from gateway.app import create_app
-from gateway.appkeys import AUDIT, CLOCK, PROJECTORS, STORE, WAITER
-from gateway.settings import Settings
-from projections.embedding import CachedEmbedder, LocalUSEEmbedder
+from gateway.http.app import create_app
+from gateway.http.appkeys import AUDIT, CLOCK, PROJECTORS, STORE, WAITER
+from gateway.process.settings import Settings
+from projections.models.embedding import CachedEmbedder, LocalUSEEmbedder
 
 ADMIN_KEY = "test-admin-key"
 

@@ -137,7 +137,7 @@ async def test_internal_agent_ids_are_reserved(api):
 async def test_health_503_is_the_error_shape_with_the_health_document(aiohttp_client, tmp_path, use_embedder):
     """A Redis of its own that the test stops: /health answers 503 `unavailable`, the document in details."""
 
-    from gateway.app import create_app
+    from gateway.http.app import create_app
     from tests.e2e.conftest import make_settings
     from tests.redis_process import RestartableRedis
 

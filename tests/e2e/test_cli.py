@@ -8,7 +8,7 @@ import io
 
 import orjson
 
-from gateway.cli import main
+from gateway.cli.main import main
 from tests.e2e.test_feedback import _vote
 
 

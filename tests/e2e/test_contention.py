@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import asyncio
 
-from events import keys
+from events.redis import keys
 from events.codec import decode
-from gateway.appkeys import STORE
+from gateway.http.appkeys import STORE
 from tests.e2e.conftest import assert_error
 
 N = 20

@@ -13,13 +13,13 @@ import time
 
 import pytest
 
-from events import keys
-from events.append_call import durability_problem
+from events.redis import keys
+from events.redis.append_call import durability_problem
 from events.codec import decode
 from events.errors import DurabilityUnavailable
-from events.redis_client import connect
-from gateway.app import create_app
-from gateway import embedded_redis
+from events.redis.client import connect
+from gateway.http.app import create_app
+from gateway.process import embedded_redis
 from tests.e2e.conftest import ADMIN_KEY, Api, assert_error, make_settings
 from tests.e2e.valkey import Valkey
 
@@ -155,7 +155,7 @@ async def test_durable_mode_is_refused_without_waitaof_or_aof(redis_server, valk
 def test_zhiyi_up_refuses_durable_mode_on_a_server_without_waitaof(redis_server, tmp_path):
     env = dict(os.environ, REDIS_URL=redis_server, ZHIYI_DURABLE="1", API_KEY="k", OPENBLAS_NUM_THREADS="1")
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "gateway.cli", "up", "--data-dir", str(tmp_path / "data"),
+    done = subprocess.run([sys.executable, "-m", "gateway.cli.main", "up", "--data-dir", str(tmp_path / "data"),
                            "--port", "0"], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert "zhiyi up: durable mode (ZHIYI_DURABLE=1) needs WAITAOF" in done.stderr

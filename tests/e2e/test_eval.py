@@ -9,7 +9,7 @@ import io
 import orjson
 import pytest
 
-from gateway.cli import main
+from gateway.cli.main import main
 from tests.e2e.conftest import assert_error
 
 MEMORIES = [

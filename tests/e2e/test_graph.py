@@ -133,7 +133,7 @@ async def test_a_correction_marks_its_dependants_stale(api):
 
 async def test_conflict_edges_and_pruning_with_the_injected_clock(api):
     from events.catalogue import ConflictDetected, ConflictResolved, new_event
-    from gateway.appkeys import STORE
+    from gateway.http.appkeys import STORE
 
     key = await api.register("alice")
     a, _ = await _commit(api, key, "ComfyUI listens on port 8188")

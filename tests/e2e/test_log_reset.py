@@ -1,6 +1,6 @@
 """A log wiped under a running gateway (issue 11, point 3): refused with 503 `log_reset` before
 authentication, nothing appended to the wiped log, and served again once the projections were
-rebuilt in place (`projections.replay_in_place`, what `zhiyi replay --in-place` runs). The real app
+rebuilt in place (`projections.core.replay_in_place`, what `zhiyi replay --in-place` runs). The real app
 with its projectors in process; tests/e2e/test_up_log_reset.py does the same through `zhiyi up`."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ from conftest import Api, assert_error, make_settings
 from eventually import eventually
 from redis_process import RestartableRedis
 
-from events import keys
-from events.store import EventStore
-from gateway.app import create_app
-from gateway.appkeys import EMBEDDER, RUNNER_TASKS, STORE
-from projections.epoch import load_epoch
-from projections.replay_in_place import rebuild_in_place
+from events.redis import keys
+from events.redis.store import EventStore
+from gateway.http.app import create_app
+from gateway.http.appkeys import EMBEDDER, RUNNER_TASKS, STORE
+from projections.core.epoch import load_epoch
+from projections.core.replay_in_place import rebuild_in_place
 
 
 async def _wiped(api, key: str) -> None:

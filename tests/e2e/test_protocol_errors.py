@@ -1,5 +1,5 @@
 """Errors aiohttp's HTTP parser answers before the app runs come in the one JSON error shape too,
-when served the way `zhiyi up` serves (gateway/http_server.py)."""
+when served the way `zhiyi up` serves (gateway/http/server.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import socket
 import orjson
 
 from eventually import eventually
-from gateway import http_server
-from gateway.app import create_app
+from gateway.http import server as http_server
+from gateway.http.app import create_app
 from tests.e2e.conftest import assert_error, make_settings
 from tests.e2e.raw_http import send_raw
 

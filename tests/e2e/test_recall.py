@@ -9,7 +9,7 @@ from tests.e2e.conftest import ADMIN_KEY, assert_error
 
 
 async def _events_of_type(api, etype: str) -> list:
-    from gateway.appkeys import STORE
+    from gateway.http.appkeys import STORE
 
     return [e for e in await api.client.app[STORE].read() if e.type == etype]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gateway.appkeys import READER, RECALL
+from gateway.http.appkeys import READER, RECALL
 from tests.e2e.conftest import assert_error
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from events import keys
+from events.redis import keys
 from events.codec import decode
 from eventually import eventually_sync
 from redis_process import RestartableRedis

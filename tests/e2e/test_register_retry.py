@@ -3,8 +3,8 @@ idempotency record (24 h TTL), never in an event or a projection."""
 
 from __future__ import annotations
 
-from events import keys
-from gateway.appkeys import STORE
+from events.redis import keys
+from gateway.http.appkeys import STORE
 from tests.e2e.conftest import assert_error
 
 

@@ -37,7 +37,7 @@ def _env(redis_url: str) -> dict[str, str]:
 
 
 def _zhiyi(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gateway.cli", *args], env=env, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "gateway.cli.main", *args], env=env, capture_output=True, text=True,
                           timeout=300)
 
 

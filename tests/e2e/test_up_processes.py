@@ -1,6 +1,6 @@
-"""`zhiyi up` runs its projectors in a supervised child process (gateway/projector_process.py):
+"""`zhiyi up` runs its projectors in a supervised child process (gateway/process/projector_process.py):
 writes are projected there, a crashed child is started again, and stopping the gateway stops it.
-Recall queries are embedded in another child (projections/embedding_process.py), likewise
+Recall queries are embedded in another child (projections/models/embedding_process.py), likewise
 replaced when it dies and gone with the gateway."""
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def _children(pid: int) -> dict[int, str]:
 def _projector_child(pid: int, timeout_s: float = 20.0, not_pid: int | None = None) -> int:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        found = [p for p, cmd in _children(pid).items() if "gateway.cli project" in cmd and p != not_pid]
+        found = [p for p, cmd in _children(pid).items() if "gateway.cli.main project" in cmd and p != not_pid]
         if found:
             return found[0]
         time.sleep(0.1)
@@ -54,7 +54,7 @@ def _projector_child(pid: int, timeout_s: float = 20.0, not_pid: int | None = No
 
 
 def _embedder_child(pid: int) -> int | None:
-    """The gateway's query-embedding child (projections.embedding_process), if it runs."""
+    """The gateway's query-embedding child (projections.models.embedding_process), if it runs."""
     found = [p for p, cmd in _children(pid).items() if "multiprocessing" in cmd]
     return found[0] if found else None
 
@@ -151,7 +151,7 @@ def test_up_can_keep_the_projectors_and_the_query_model_in_process(tmp_path: Pat
     proc = _start(tmp_path / "data", port, tmp_path)
     try:
         key = _agent_key(port, (tmp_path / "data" / "api_key").read_text().strip())
-        assert not [c for c in _children(proc.pid).values() if "gateway.cli project" in c]
+        assert not [c for c in _children(proc.pid).values() if "gateway.cli.main project" in c]
         _commit_and_recall(port, key, "the GPU server has an RTX 3050")
         assert _embedder_child(proc.pid) is None
     finally:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from up_process import base_env, free_port, request, start_up, stop, zhiyi_bin
 
-from projections.memory_rows import SCHEMA_VERSION
+from projections.memories.schema import SCHEMA_VERSION
 
 pytestmark = pytest.mark.slow  # starts a real `zhiyi up`/`zhiyi` process
 

@@ -12,11 +12,11 @@ import contextlib
 import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from events import keys
+from events.redis import keys
 from events.catalogue import SynonymAdded, new_event
 from events.errors import OutcomeUnknown
-from events.redis_client import connect
-from events.store import EventStore, Idempotency
+from events.redis.client import connect
+from events.redis.store import EventStore, Idempotency
 
 
 class Relay:

@@ -1,4 +1,4 @@
-"""The audit writer (gateway/audit.py) through a Redis outage: recall.served events are buffered,
+"""The audit writer (gateway/http/audit.py) through a Redis outage: recall.served events are buffered,
 spilled to disk past the bound, appended once Redis is back, never dropped and never doubled (a
 batch whose first append landed but whose answer was lost is answered as a duplicate)."""
 
@@ -8,13 +8,13 @@ import asyncio
 
 import pytest
 
-from events import keys
+from events.redis import keys
 from events.catalogue import RecallServed, new_event
 from events.codec import decode
-from events.redis_client import connect
-from events.store import EventStore
+from events.redis.client import connect
+from events.redis.store import EventStore
 from eventually import eventually
-from gateway.audit import AuditWriter
+from gateway.http.audit import AuditWriter
 from redis_process import RestartableRedis
 
 

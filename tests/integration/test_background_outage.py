@@ -13,8 +13,8 @@ import redis.exceptions
 from commands.reactions.runner import ReactionsRunner
 from commands.scheduler import Scheduler
 from events.clock import ManualClock
-from events.redis_client import connect
-from events.store import EventStore
+from events.redis.client import connect
+from events.redis.store import EventStore
 from eventually import eventually
 from redis_process import RestartableRedis
 from test_reactions_runner import Echo, _follow_ups, commit

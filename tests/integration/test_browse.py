@@ -11,14 +11,15 @@ from datetime import UTC, datetime
 import orjson
 import pytest
 
-from events import browse, keys
+from events import browse
+from events.redis import keys
 from events.browse import EventFilter, count_stats, follow, list_events
 from events.catalogue import AgentRegistered, MemoryCommitted, MemoryDeleted, RecallServed, new_event
 from events.codec import encode_fields
 from events.envelope import Event
-from events.store import EventStore
+from events.redis.store import EventStore
 from eventually import eventually
-from gateway.cli_events import add_events_parser, run_events_command
+from gateway.cli.events import add_events_parser, run_events_command
 
 ZH = ("用户喜欢简洁的中文回答，不要冗长的解释；代码注释也用中文写，变量名保持英文，提交信息用英文祈使句。"
       "如果需要示例，请给出最短的可运行代码片段，并说明边界情况。")

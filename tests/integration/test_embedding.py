@@ -1,4 +1,4 @@
-"""Unit tests for projections.embedding: the real USE model, the SQLite cache and the cache wrapper."""
+"""Unit tests for projections.models.embedding: the real USE model, the SQLite cache and the cache wrapper."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from projections.embedding import (
+from projections.models.embedding import (
     CachedEmbedder,
     Embedder,
     EmbeddingCache,

@@ -15,7 +15,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from projections.embedding import CachedEmbedder, EmbeddingCache, EmbeddingError, HttpEmbedder, make_embedder
+from projections.models.embedding import CachedEmbedder, EmbeddingCache, EmbeddingError, HttpEmbedder, make_embedder
 
 TOKEN = "sk-test-token"
 DIM = 6

@@ -1,4 +1,4 @@
-"""The local model behind a pipe to a child process (`projections.embedding_process`): the same
+"""The local model behind a pipe to a child process (`projections.models.embedding_process`): the same
 vectors as in process, a fresh child after the old one dies, and no child left after close."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import threading
 import numpy as np
 import pytest
 
-from projections.embedding import EmbeddingError, LocalUSEEmbedder
-from projections.embedding_process import ProcessEmbedder
+from projections.models.embedding import EmbeddingError, LocalUSEEmbedder
+from projections.models.embedding_process import ProcessEmbedder
 
 
 @pytest.mark.slow  # ~5 s: model child processes started twice

@@ -15,7 +15,7 @@ from pathlib import Path
 import orjson
 
 from events.catalogue import known_types
-from projections.replay import live_digests
+from projections.core.replay import live_digests
 from tests.fixture_log import (DIGESTS_PATH, LOG_PATH, REGENERATE, FixtureEmbedder, entry_types, fold_digests,
                                load_fixture_log, read_entries)
 

@@ -1,4 +1,4 @@
-"""The log's epoch (events.keys.EPOCH): the append script refuses a write to a wiped or foreign log,
+"""The log's epoch (events.redis.keys.EPOCH): the append script refuses a write to a wiped or foreign log,
 a log written before epochs is adopted, projections record theirs and their runners refuse another
 log's, the projectors wait through a reset and fold on after `replay --in-place`, and a Redis that
 cannot be reached is never taken for a reset."""
@@ -12,19 +12,19 @@ from pathlib import Path
 import pytest
 import redis.exceptions
 
-from events import keys
+from events.redis import keys
 from events.catalogue import MemoryCommitted, new_event
 from events.errors import LogResetError
-from events.redis_client import connect
-from events.store import EventStore
+from events.redis.client import connect
+from events.redis.store import EventStore
 from eventually import eventually
-from gateway.epoch_guard import EpochGuard
-from projections.epoch import load_epoch, open_projections_epoch, save_epoch
-from projections.hash_embedder import HashEmbedder
-from projections.memories import MemoriesProjector
-from projections.replay_in_place import NothingToReset, rebuild_in_place
-from projections.runner import ProjectionRunner
-from projections.runner_set import RunnerSet
+from gateway.http.epoch_guard import EpochGuard
+from projections.core.epoch import load_epoch, open_projections_epoch, save_epoch
+from tests.hash_embedder import HashEmbedder
+from projections.memories.projector import MemoriesProjector
+from projections.core.replay_in_place import NothingToReset, rebuild_in_place
+from projections.core.runner import ProjectionRunner
+from projections.core.runner_set import RunnerSet
 
 
 def commit(i: int) -> object:
@@ -209,7 +209,7 @@ async def test_a_checkpoint_is_published_only_into_its_own_log(store, redis) -> 
 
 async def test_audits_of_a_wiped_log_are_dropped_not_carried_into_the_next(store, redis, tmp_path: Path) -> None:
     from events.catalogue import RecallServed
-    from gateway.audit import AuditWriter
+    from gateway.http.audit import AuditWriter
 
     await store.append([commit(0)])
     writer = AuditWriter(store, spill_dir=tmp_path / "spill", instance="t")

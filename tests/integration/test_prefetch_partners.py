@@ -1,4 +1,4 @@
-"""The gateway's prefetch partners in memory (projections.queries.prefetch): the same answers as
+"""The gateway's prefetch partners in memory (projections.serving.prefetch): the same answers as
 the graph's SQL lookup, incrementally from the projector's CO_OCCURS log through new co-recalls,
 deletions and prunes, and from a reload when the log was trimmed past it or the graph rebuilt."""
 
@@ -8,10 +8,10 @@ import itertools
 import shutil
 from pathlib import Path
 
-import projections.graph as graph_module
-from projections.queries.graph import GraphReader
-from projections.queries.graph_schema import DB_FILE
-from projections.queries.prefetch import PrefetchPartners
+import projections.graph.projector as graph_module
+from projections.graph.reader import GraphReader
+from projections.graph.schema import DB_FILE
+from projections.serving.prefetch import PrefetchPartners
 from test_projection_graph import ALICE, SHARED, append, commit, delete, project, pruned, rows, served
 
 IDS = ["s1", "s2", "s3", "s4", "s5", "p1", "p2", "p3"]

@@ -7,9 +7,9 @@ import sqlite3
 from pathlib import Path
 
 from events.catalogue import RecallServed, new_event
-from projections.activity import ActivityProjector
-from projections.queries.activity import ActivityReader, RecallCounts
-from projections.runner import ProjectionRunner
+from projections.activity.projector import ActivityProjector
+from projections.activity.reader import ActivityReader, RecallCounts
+from projections.core.runner import ProjectionRunner
 
 
 def served(*ids: str):

@@ -12,13 +12,13 @@ import pytest
 from commands.reactions.quality import QualityNoticePolicy
 from events.catalogue import MemoryFeedback, MemoryQualityDropped, new_event
 from events.envelope import Event
-from projections import checkpoint_file
-from projections.errors import RebuildRequired
-from projections.hash_embedder import HashEmbedder
-from projections.memories import MemoriesProjector
-from projections.queries.forgetting import choose
-from projections.queries.time_rules import quality_deadline, quality_low
-from projections.reader import MemoriesReader
+from projections.core import checkpoint as checkpoint_file
+from projections.core.errors import RebuildRequired
+from tests.hash_embedder import HashEmbedder
+from projections.memories.projector import MemoriesProjector
+from commands.rules.forgetting import choose
+from commands.rules.time_rules import quality_deadline, quality_low
+from projections.memories.reader import MemoriesReader
 from tests.integration.test_projection_memories import append, commit
 
 NS = "alice-main"

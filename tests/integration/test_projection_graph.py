@@ -1,4 +1,4 @@
-"""The graph projector (`projections.graph`) against a real Redis log and a real SQLite graph.db in
+"""The graph projector (`projections.graph.projector`) against a real Redis log and a real SQLite graph.db in
 tmp_path: nodes and edges from commits, corrections and removals, CO_OCCURS from recalls,
 conflicts, `graph.pruned` + PageRank, effectively-once folding and rebuild determinism, the
 `GraphReader` lookups and `plan_prune` over the projected graph."""
@@ -17,14 +17,14 @@ from events.catalogue import (
 )
 from events.envelope import Event
 from events.hlc import iso_from_ms
-from projections.graph import GraphProjector, entity_node_id
-from projections.hash_embedder import HashEmbedder
-from projections.queries.graph import GraphReader, Neighbour
-from projections.queries.graph_prune import DAY_MS, PrunePlan, plan_prune
-from projections.queries.graph_schema import DB_FILE
-from projections.registry import projection_dir
-from projections.replay import live_digests, rebuild
-from projections.runner import ProjectionRunner
+from projections.graph.projector import GraphProjector, entity_node_id
+from tests.hash_embedder import HashEmbedder
+from projections.graph.reader import GraphReader, Neighbour
+from projections.graph.prune import DAY_MS, PrunePlan, plan_prune
+from projections.graph.schema import DB_FILE
+from projections.core.registry import projection_dir
+from projections.core.replay import live_digests, rebuild
+from projections.core.runner import ProjectionRunner
 
 SHARED, ALICE = "shared", "alice-main"
 HOUR_MS = 3_600_000

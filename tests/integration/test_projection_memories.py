@@ -10,14 +10,14 @@ import pytest
 from events.catalogue import AgentRegistered, MemoryCommitted, MemoryDeleted, RecallServed, new_event
 from events.envelope import Event, UnknownPayload
 from events.hlc import HLC, iso_from_ms
-from projections import checkpoint_file
-from projections.checkpoint_file import Checkpoint
-from projections.errors import ProjectionBusy, RebuildRequired
-from projections.hash_embedder import HashEmbedder
-from projections.memories import MemoriesProjector
-from projections.memory_rows import SCHEMA_VERSION
-from projections.reader import MemoriesReader
-from projections.runner import ProjectionRunner
+from projections.core import checkpoint as checkpoint_file
+from projections.core.checkpoint import Checkpoint
+from projections.core.errors import ProjectionBusy, RebuildRequired
+from tests.hash_embedder import HashEmbedder
+from projections.memories.projector import MemoriesProjector
+from projections.memories.schema import SCHEMA_VERSION
+from projections.memories.reader import MemoriesReader
+from projections.core.runner import ProjectionRunner
 
 
 def commit(mid: str, content: str, ns: str = "shared", agent: str = "alice", **kw) -> Event:

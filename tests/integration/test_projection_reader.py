@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 
 from events.catalogue import MemoryCommitted, MemoryDeleted, new_event
-from projections.embedding import make_embedder
-from projections.errors import InvalidQuery
-from projections.hash_embedder import HashEmbedder
-from projections.memories import MemoriesProjector
-from projections.queries.recall import RecallHit, RecallRequest, RecallService
+from projections.models.embedding import make_embedder
+from projections.core.errors import InvalidQuery
+from tests.hash_embedder import HashEmbedder
+from projections.memories.projector import MemoriesProjector
+from projections.queries.recall.service import RecallHit, RecallRequest, RecallService
 from projections.queries.stats import memory_stats
-from projections.reader import MemoriesReader
-from projections.runner import ProjectionRunner
+from projections.memories.reader import MemoriesReader
+from projections.core.runner import ProjectionRunner
 
 
 def commit(mid: str, content: str, ns: str, **kw):

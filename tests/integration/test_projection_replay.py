@@ -11,12 +11,12 @@ import pytest
 from events.catalogue import MemoryCommitted, MemoryDeleted, new_event
 from events.envelope import Event, UnknownPayload
 from eventually import eventually
-from projections.errors import RebuildTargetNotEmpty
-from projections.hash_embedder import HashEmbedder
-from projections.memories import MemoriesProjector
-from projections.registry import make_projectors, projection_dir
-from projections.replay import live_digests, rebuild, verify
-from projections.runner import ProjectionRunner
+from projections.core.errors import RebuildTargetNotEmpty
+from tests.hash_embedder import HashEmbedder
+from projections.memories.projector import MemoriesProjector
+from projections.core.registry import make_projectors, projection_dir
+from projections.core.replay import live_digests, rebuild, verify
+from projections.core.runner import ProjectionRunner
 
 
 def commit(i: int, ns: str = "shared") -> Event:
@@ -143,11 +143,11 @@ async def test_live_digests_of_an_empty_directory(tmp_path: Path, embedder) -> N
 
 async def test_an_offline_rebuild_gets_its_serving_indexes_from_the_first_live_maintain(store, tmp_path: Path) -> None:
     from events.catalogue import MemoryCommitted, new_event
-    from projections.hash_embedder import HashEmbedder
-    from projections.memories import MemoriesProjector
-    from projections.reader import MemoriesReader
-    from projections.replay import rebuild
-    from projections.text import query_text
+    from tests.hash_embedder import HashEmbedder
+    from projections.memories.projector import MemoriesProjector
+    from projections.memories.reader import MemoriesReader
+    from projections.core.replay import rebuild
+    from projections.text.lexical import query_text
 
     await store.append([new_event(MemoryCommitted(f"m{i}", f"note {i} about 数据库 backups", "shared", "fact",
                                                   "system_fact"), ns="shared", agent="a") for i in range(5)])

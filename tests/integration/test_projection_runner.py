@@ -11,11 +11,11 @@ import redis.exceptions
 from events import positions
 from events.catalogue import MemoryCommitted, new_event
 from events.errors import LogResetError
-from events.store import EventStore
+from events.redis.store import EventStore
 from eventually import eventually
-from projections.hash_embedder import HashEmbedder
-from projections.memories import MemoriesProjector
-from projections.runner import ProjectionRunner
+from tests.hash_embedder import HashEmbedder
+from projections.memories.projector import MemoriesProjector
+from projections.core.runner import ProjectionRunner
 
 
 def commit(i: int) -> object:

@@ -9,8 +9,8 @@ import pytest
 
 from events.catalogue import MemoryCommitted, SynonymAdded, new_event
 from events.envelope import Event
-from projections.queries.synonyms import SynonymsReader
-from projections.synonyms import SynonymsProjector
+from projections.synonyms.reader import SynonymsReader
+from projections.synonyms.projector import SynonymsProjector
 
 
 def syn(term: str, *synonyms: str, ns: str = "shared") -> Event:
@@ -22,7 +22,7 @@ def other(i: int) -> Event:
 
 
 async def fold(store, projector: SynonymsProjector, batch: int = 2) -> None:
-    from projections.runner import ProjectionRunner
+    from projections.core.runner import ProjectionRunner
 
     await ProjectionRunner(store, projector, publish=False, batch_size=batch).catch_up()
 

@@ -11,12 +11,12 @@ import pytest
 from events.catalogue import MemoryCommitted, MemoryForgotten, RecallServed, new_event
 from events.envelope import Event
 from events.hlc import HLC, iso_from_ms
-from projections import checkpoint_file
-from projections.checkpoint_file import Checkpoint
-from projections.errors import InvalidQuery, RebuildRequired
-from projections.queries.tombstones import TombstonesReader
-from projections.runner import ProjectionRunner
-from projections.tombstones import TombstonesProjector, tombstone_id
+from projections.core import checkpoint as checkpoint_file
+from projections.core.checkpoint import Checkpoint
+from projections.core.errors import InvalidQuery, RebuildRequired
+from projections.tombstones.reader import TombstonesReader
+from projections.core.runner import ProjectionRunner
+from projections.tombstones.projector import TombstonesProjector, tombstone_id
 
 
 def forgot(mid: str, reason: str = "deprecated", ns: str = "alice-main", content: str = "", merged_into: str = "",

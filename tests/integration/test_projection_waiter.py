@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from events.catalogue import MemoryCommitted, new_event
-from projections.errors import InvalidQuery
-from projections.hash_embedder import HashEmbedder
-from projections.memories import MemoriesProjector
-from projections.runner import ProjectionRunner
-from projections.waiter import CheckpointWaiter
+from projections.core.errors import InvalidQuery
+from tests.hash_embedder import HashEmbedder
+from projections.memories.projector import MemoriesProjector
+from projections.core.runner import ProjectionRunner
+from projections.core.waiter import CheckpointWaiter
 
 
 async def test_already_reached_returns_at_once(store) -> None:

@@ -1,4 +1,4 @@
-"""`zhiyi up`'s supervisor of the projector child (gateway/projector_process.py): after an exit, its
+"""`zhiyi up`'s supervisor of the projector child (gateway/process/projector_process.py): after an exit, its
 restart back-off (up to 30 s for a crash loop) ends as soon as a Redis that was away answers again,
 so an outage never keeps the projectors away for long after Redis returns."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 import time
 
-from gateway.projector_process import ProjectorProcess
+from gateway.process.projector_process import ProjectorProcess
 from redis_process import RestartableRedis
 
 

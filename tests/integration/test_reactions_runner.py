@@ -9,10 +9,10 @@ from collections import Counter
 import pytest
 
 from commands.reactions.runner import ProjectionLag, ReactionsRunner
-from events import keys
+from events.redis import keys
 from events.catalogue import MemoryCommitted, SynonymAdded, new_event
 from events.envelope import Event
-from projections.waiter import CheckpointWaiter
+from projections.core.waiter import CheckpointWaiter
 
 
 def commit(i: int) -> Event:

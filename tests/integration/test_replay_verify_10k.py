@@ -10,10 +10,10 @@ from commands.handlers import CommandService
 from commands.model import DeleteMemory, Limits, RegisterAgent
 from commands.parsing import parse_batch, parse_commit
 from events.catalogue import RecallServed, new_event
-from projections.hash_embedder import HashEmbedder
-from projections.registry import make_projectors
-from projections.replay import verify
-from projections.runner import ProjectionRunner
+from tests.hash_embedder import HashEmbedder
+from projections.core.registry import make_projectors
+from projections.core.replay import verify
+from projections.core.runner import ProjectionRunner
 
 pytestmark = pytest.mark.slow  # ~15 s
 

@@ -11,7 +11,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from projections.rerank import HttpReranker, LocalReranker, Reranker, RerankError, make_reranker
+from projections.models.rerank import HttpReranker, LocalReranker, Reranker, RerankError, make_reranker
 
 TOKEN = "sk-rerank-token"
 

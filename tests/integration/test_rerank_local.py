@@ -7,8 +7,8 @@ import asyncio
 import numpy as np
 import pytest
 
-from projections.rerank import Reranker
-from projections.rerank_local import LocalReranker, lexical_overlap, lexical_terms
+from projections.models.rerank import Reranker
+from projections.models.rerank_local import LocalReranker, lexical_overlap, lexical_terms
 
 
 @pytest.fixture(scope="module")

@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 from events.catalogue import MemoryCommitted, MemoryDeleted, new_event
-from projections.hash_embedder import HashEmbedder
-from projections.memories import MemoriesProjector
-from projections.reader import MemoriesReader
-from projections.runner import ProjectionRunner
-from projections.serving_index import ServingIndex
-from projections.text import query_text
-from projections.vector_index import IvfParams
+from tests.hash_embedder import HashEmbedder
+from projections.memories.projector import MemoriesProjector
+from projections.memories.reader import MemoriesReader
+from projections.core.runner import ProjectionRunner
+from projections.serving.index import ServingIndex
+from projections.text.lexical import query_text
+from projections.serving.dense import IvfParams
 
 
 def commit(mid: str, content: str, ns: str):
@@ -111,7 +111,7 @@ async def test_loads_when_the_checkpointed_table_version_was_cleaned_up(store, t
     table = lancedb.connect(str(tmp_path)).open_table("memories")
     table.create_scalar_index("agent_id")   # a newer version than the checkpoint's
     table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)  # compaction: newer version, old gone
-    from projections import checkpoint_file
+    from projections.core import checkpoint as checkpoint_file
     pinned = checkpoint_file.load(tmp_path).table_version
     with pytest.raises(ValueError):
         await (await lancedb.connect_async(str(tmp_path))).open_table("memories", version=pinned)

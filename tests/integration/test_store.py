@@ -4,11 +4,12 @@ import asyncio
 
 import pytest
 
-from events import keys, positions
+from events import positions
+from events.redis import keys
 from events.catalogue import AgentRegistered, MemoryCommitted, MemoryDeleted, new_event
 from events.errors import GuardFailed, IdempotencyConflict, LogResetError
-from events.indexes import Guard
-from events.store import EventStore, Idempotency
+from events.redis.indexes import Guard
+from events.redis.store import EventStore, Idempotency
 
 
 def committed(mid: str, content: str = "x", ns: str = "a-main"):

@@ -14,12 +14,12 @@ from commands.errors import CommandError
 from commands.handlers import CommandService
 from commands.model import DeleteMemory, IdempotencyRequest, Limits, RegisterAgent
 from commands.parsing import parse_batch, parse_commit
-from events.redis_client import connect
-from events.store import EventStore
-from projections.hash_embedder import HashEmbedder
-from projections.registry import make_projectors
-from projections.replay import live_digests, rebuild
-from projections.runner import ProjectionRunner
+from events.redis.client import connect
+from events.redis.store import EventStore
+from tests.hash_embedder import HashEmbedder
+from projections.core.registry import make_projectors
+from projections.core.replay import live_digests, rebuild
+from projections.core.runner import ProjectionRunner
 
 AGENTS = ["alice", "bob"]
 TEXTS = ["nginx listens on 8080", "用户偏好：结论先行", "backups at 03:00", "GPU: RTX 3050", "端口 8189",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 
-from projections.memory_fold import row_of, state_of
+from projections.memories.fold import row_of, state_of
 from tests.property.test_memory_state import _interleave, _run, choices, logs
 
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from projections.memory_state import (
+from projections.memories.record import (
     Committed, Corrected, Counted, Deleted, FieldsSet, Forgotten, HistoryEntry, MemoryState, Voted, apply, merge,
 )
 

@@ -18,13 +18,13 @@ from events.catalogue import (
     new_event,
 )
 from events.envelope import Event, UnknownPayload
-from events.redis_client import connect
-from events.store import EventStore
-from projections.checkpoint_file import Checkpoint
-from projections.hash_embedder import HashEmbedder
-from projections.memories import MemoriesProjector
-from projections.replay import live_digests, rebuild
-from projections.runner import ProjectionRunner
+from events.redis.client import connect
+from events.redis.store import EventStore
+from projections.core.checkpoint import Checkpoint
+from tests.hash_embedder import HashEmbedder
+from projections.memories.projector import MemoriesProjector
+from projections.core.replay import live_digests, rebuild
+from projections.core.runner import ProjectionRunner
 
 IDS = [f"m{i}" for i in range(5)] + ["o'q"]
 TEXTS = ["nginx listens on 8080", "用户偏好：结论先行", "backups at 03:00", "GPU: RTX 3050", "",

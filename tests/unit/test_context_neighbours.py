@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from projections.lexical_index import BM25Params
-from projections.serving_partition import SESSION_GAP_MS, Partition
-from projections.text import index_text, query_text, terms
+from projections.serving.bm25 import BM25Params
+from projections.serving.partition import SESSION_GAP_MS, Partition
+from projections.text.lexical import index_text, query_text, terms
 
 MIN = 60_000
 

@@ -7,7 +7,7 @@ import hashlib
 import numpy as np
 import pytest
 
-from projections.digest import Digester, canonical, digest_columns, digest_rows, row_bytes, vector_token
+from projections.core.digest import Digester, canonical, digest_columns, digest_rows, row_bytes, vector_token
 
 
 def test_floats_are_rounded_to_six_places_and_negative_zero_is_zero() -> None:

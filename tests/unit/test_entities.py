@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from projections.entities import MAX_CHARS, MAX_ENTITIES, Entity, cjk_pieces, entity_keys, extract
+from projections.text.entities import MAX_CHARS, MAX_ENTITIES, Entity, cjk_pieces, entity_keys, extract
 
 
 def kinds(text: str, kind: str) -> list[str]:

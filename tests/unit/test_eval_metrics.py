@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from projections.queries.eval_log import trend
-from projections.queries.evaluation import EvalQuery, score_query, summarize
-from projections.queries.golden_rules import SourceMemory, easy, generate, golden_set_id, keywords
+from projections.queries.evaluation.eval_log import trend
+from projections.queries.evaluation.metrics import EvalQuery, score_query, summarize
+from projections.queries.evaluation.golden_rules import SourceMemory, easy, generate, golden_set_id, keywords
 
 
 def test_score_query_recall_precision_and_reciprocal_rank():

@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from projections.queries.fusion import (
+from projections.queries.recall.fusion import (
     DEFAULT,
     E5,
     EPS,

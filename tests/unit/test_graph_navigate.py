@@ -7,9 +7,9 @@ import sqlite3
 
 import pytest
 
-from projections.errors import InvalidQuery
-from projections.queries.graph_navigate import GraphNotFound, Path, navigate
-from projections.queries.graph_schema import GRAPH_SCHEMA
+from projections.core.errors import InvalidQuery
+from projections.graph.navigate import GraphNotFound, Path, navigate
+from projections.graph.schema import GRAPH_SCHEMA
 
 NS = ["a-main", "shared"]
 

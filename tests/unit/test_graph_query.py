@@ -7,11 +7,11 @@ import sqlite3
 
 import pytest
 
-from projections.errors import InvalidQuery
-from projections.queries.graph_query import (
+from projections.core.errors import InvalidQuery
+from projections.graph.query import (
     MAX_LIMIT, Condition, EdgePattern, Field, GraphQueryError, NodePattern, Query, ReturnItem, compile_sql, parse, run,
 )
-from projections.queries.graph_schema import GRAPH_SCHEMA
+from projections.graph.schema import GRAPH_SCHEMA
 
 NS = ["a-main", "shared"]
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import sqlite3
 
-from projections.queries.graph import GraphReader
-from projections.graph import PROJECTION_SCHEMA
-from projections.queries.graph_schema import DB_FILE
+from projections.graph.reader import GraphReader
+from projections.graph.projector import PROJECTION_SCHEMA
+from projections.graph.schema import DB_FILE
 
 
 def _graph(tmp_path) -> None:

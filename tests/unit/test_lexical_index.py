@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from projections.lexical_index import BM25Params, LexicalIndex
-from projections.text import index_text, query_text, terms
+from projections.serving.bm25 import BM25Params, LexicalIndex
+from projections.text.lexical import index_text, query_text, terms
 
 
 def _live(n: int) -> np.ndarray:
@@ -82,7 +82,7 @@ def test_chinese_query_finds_chinese_document() -> None:
 def test_common_terms_scored_as_dense_rows_give_the_same_scores(monkeypatch) -> None:
     import random
 
-    import projections.lexical_index as lexical
+    import projections.serving.bm25 as lexical
 
     rng = random.Random(4)
     vocab = [f"w{i}" for i in range(300)]

@@ -1,11 +1,11 @@
-"""Unit tests for projections.queries.mmr (seed 2.6 step 4)."""
+"""Unit tests for projections.queries.recall.mmr (seed 2.6 step 4)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from projections.queries.mmr import mmr
+from projections.queries.recall.mmr import mmr
 
 
 def unit_rows(rows: list[list[float]]) -> np.ndarray:

@@ -7,8 +7,8 @@ import asyncio
 import numpy as np
 import pytest
 
-from projections.hash_embedder import HashEmbedder
-from projections.queries.recall import QueryVectors
+from tests.hash_embedder import HashEmbedder
+from projections.queries.recall.service import QueryVectors
 
 
 class CountingEmbedder(HashEmbedder):

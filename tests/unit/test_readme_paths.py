@@ -57,16 +57,16 @@ def test_the_extractor_tells_repo_paths_from_data_paths_and_routes() -> None:
     text = """
 Memories live under `./data/projections`, the key in `<data-dir>/api_key`; `data/api_key` too.
 See `../shared/DESIGN.md`, `GET /api/v1/stats`, `eval/run`, `projections.<epoch>/`.
-Scores are in `projections/scores.py`; `events/` holds `store.py`; `tests/bench/ingest.py --durable`.
+Scores are in `projections/memories/scores.py`; `events/` holds `store.py`; `tests/bench/ingest.py --durable`.
 
 ```bash
 export ADMIN_KEY=$(cat data/api_key)
 curl -s $ZHIYI/api/v1/recall
-.venv/bin/python tests/bench/nowhere.py    # a comment naming gateway/app.py., events/s
+.venv/bin/python tests/bench/nowhere.py    # a comment naming gateway/http/app.py., events/s
 ```
 """
     paths, modules = named_paths(text)
-    assert paths == {"projections/scores.py", "events/", "tests/bench/ingest.py", "tests/bench/nowhere.py",
-                     "gateway/app.py"}
+    assert paths == {"projections/memories/scores.py", "events/", "tests/bench/ingest.py", "tests/bench/nowhere.py",
+                     "gateway/http/app.py"}
     assert modules == {"store.py"}
     assert [p for p in sorted(paths) if not (ROOT / p).exists()] == ["tests/bench/nowhere.py"]

@@ -7,8 +7,8 @@ import math
 import pytest
 
 from events.hlc import iso_from_ms
-from projections import scores
-from projections.scores import DAY_MS, scores_of
+from projections.memories import scores
+from projections.memories.scores import DAY_MS, scores_of
 
 NOW = 1_800_000_000_000
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from gateway.cli import _absolute_paths, parser
-from gateway.settings import Settings
-from projections.queries.sqlite_reader import SqliteReader
-from projections.queries.synonyms import SynonymsReader
+from gateway.cli.main import _absolute_paths, parser
+from gateway.process.settings import Settings
+from projections.core.sqlite_reader import SqliteReader
+from projections.synonyms.reader import SynonymsReader
 
 
 def test_settings_make_the_data_dir_and_ready_file_absolute(tmp_path, monkeypatch):

@@ -1,4 +1,4 @@
-"""The gateway's shutdown steps are bounded (gateway.runtime._bounded): a close that never
+"""The gateway's shutdown steps are bounded (gateway.process.runtime._bounded): a close that never
 returns, or fails, is logged and the remaining steps still run."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from gateway.runtime import _bounded
+from gateway.process.runtime import _bounded
 
 
 async def test_a_stuck_or_failing_step_is_given_up_and_the_next_runs() -> None:

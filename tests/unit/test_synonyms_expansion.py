@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from projections.queries.synonyms import SynonymTable, normalize_term, occurs
+from projections.synonyms.reader import SynonymTable, normalize_term, occurs
 
 
 def table(*groups: tuple[str, ...], ns: str = "shared") -> SynonymTable:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from projections.text import FTS_CONFIG, QUERY_STOP_WORDS, index_text, query_text, tokens
+from projections.text.lexical import FTS_CONFIG, QUERY_STOP_WORDS, index_text, query_text, tokens
 
 
 def test_latin_words_are_lower_cased_and_split_on_punctuation() -> None:

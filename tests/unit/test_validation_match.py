@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from commands.reactions import validation_match as vm
 from commands.reactions.validation_match import Match, bump, features, match, match_features, overlap_coefficient
-from projections.entities import entity_keys
+from projections.text.entities import entity_keys
 
 
 def test_constants_follow_the_spec() -> None:

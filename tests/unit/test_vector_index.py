@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from projections.vector_index import IvfParams, exact_top, train_ivf
+from projections.serving.dense import IvfParams, exact_top, train_ivf
 
 
 def _unit(m: np.ndarray) -> np.ndarray:
@@ -50,7 +50,7 @@ def test_ivf_recall_at_10_against_exact_and_tail_rows() -> None:
 
 
 def test_top_hits_matches_a_full_sort_with_ties() -> None:
-    from projections.topk import top_hits
+    from projections.serving.topk import top_hits
 
     rng = np.random.default_rng(3)
     for n in (10, 5000, 60_000):
@@ -63,7 +63,7 @@ def test_top_hits_matches_a_full_sort_with_ties() -> None:
 
 
 def test_top_hits_over_a_whole_score_array_keeps_positive_scores_only() -> None:
-    from projections.topk import top_hits
+    from projections.serving.topk import top_hits
 
     rng = np.random.default_rng(5)
     for n, density in ((100, 0.5), (60_000, 0.3), (60_000, 0.0005)):

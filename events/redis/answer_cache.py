@@ -1,0 +1,26 @@
+"""A small string cache in Redis with a TTL (search results). Values are opaque bytes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from events.redis import keys
+
+
+class RecallCache:
+    def __init__(self, redis: Any, ttl_s: int) -> None:
+        self.redis = redis
+        self.ttl_s = ttl_s
+
+    @property
+    def enabled(self) -> bool:
+        return self.ttl_s > 0
+
+    async def get(self, digest: str) -> bytes | None:
+        if not self.enabled:
+            return None
+        return await self.redis.get(keys.recall_cache(digest))
+
+    async def put(self, digest: str, value: bytes) -> None:
+        if self.enabled:
+            await self.redis.set(keys.recall_cache(digest), value, ex=self.ttl_s)

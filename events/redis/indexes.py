@@ -1,0 +1,78 @@
+"""Write-side indexes the gateway reads without waiting for a projection.
+
+They are derived from events exactly like projections (the append script applies
+`index_ops(event)` in the same atomic step as the XADD), so they can be rebuilt from the log.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from events.redis import keys
+from events.catalogue import (
+    AgentRegistered, MemoryCommitted, MemoryCorrected, MemoryDeleted, MemoryDeprecated, MemoryForgotten,
+    MemoryMarkedStale, MemoryQualityDropped, MemoryQualityRecovered,
+)
+from events.envelope import Event
+
+
+@dataclass(frozen=True, slots=True)
+class HSet:
+    key: str
+    mapping: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Guard:
+    """Append precondition: `field` of hash `key` equals `expected` (None: must be absent).
+
+    `next_version`: the field only has to hold an integer; the one event appended was decided at
+    version `expected` (its payload carries expected+1) and gets actual+1 instead when another write
+    moved the field meanwhile (append.lua mode '+')."""
+
+    key: str
+    field: str
+    expected: str | None
+    next_version: bool = False
+
+    @property
+    def mode(self) -> str:
+        return "+" if self.next_version else "!" if self.expected is None else "="
+
+    @classmethod
+    def memory_version(cls, memory_id: str, version: int) -> "Guard":
+        return cls(keys.memory(memory_id), "version", str(version))
+
+    @classmethod
+    def memory_next_version(cls, memory_id: str, version: int) -> "Guard":
+        """The memory's next version, whatever it is when the append runs (decided at `version`)."""
+        return cls(keys.memory(memory_id), "version", str(version), next_version=True)
+
+    @classmethod
+    def memory_live(cls, memory_id: str) -> "Guard":
+        return cls(keys.memory(memory_id), "deleted", "0")
+
+    @classmethod
+    def absent(cls, key: str, field: str) -> "Guard":
+        return cls(key, field, None)
+
+
+def index_ops(event: Event) -> list[HSet]:
+    d = event.data
+    if isinstance(d, MemoryCommitted):
+        return [HSet(keys.memory(d.memory_id),
+                     {"version": "1", "ns": d.namespace, "agent": event.agent, "deleted": "0"})]
+    if isinstance(d, (MemoryDeleted, MemoryForgotten)):
+        return [HSet(keys.memory(d.memory_id), {"version": str(d.version), "deleted": "1"})]
+    if isinstance(d, (MemoryCorrected, MemoryDeprecated, MemoryMarkedStale)):
+        return [HSet(keys.memory(d.memory_id), {"version": str(d.version)})]
+    if isinstance(d, (MemoryQualityDropped, MemoryQualityRecovered)):  # the open notice, for the quality policy
+        return [HSet(keys.memory(d.memory_id), {"notice": "1" if isinstance(d, MemoryQualityDropped) else "0"})]
+    if isinstance(d, AgentRegistered):
+        return [
+            HSet(keys.agent(d.agent_id), {"main": d.main_namespace, "ephemeral": d.ephemeral_namespace,
+                                          "type": d.agent_type, "key": d.key_hash}),
+            HSet(keys.AGENT_KEYS, {d.key_hash: d.agent_id}),
+            HSet(keys.NAMESPACE_OWNERS, {d.main_namespace: d.agent_id, d.ephemeral_namespace: d.agent_id}),
+        ]
+    return []

@@ -1,0 +1,385 @@
+"""The event store: the ONLY module that reads or writes the stream `zhiyi:events`.
+
+Appends go through one Lua script (`append.lua`) that atomically honours an idempotency
+key, checks guards (expected versions, absent keys), stamps each event with a hybrid
+logical clock from Redis TIME, XADDs it and updates the write-side indexes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import AsyncIterator, Mapping, Sequence
+
+import orjson
+import structlog
+from redis.asyncio import Redis
+
+from events import positions
+from events.redis import keys
+from events.redis.append_call import ScriptCall, call_script
+from events.codec import decode, encode_append_fields
+from events.envelope import Event
+from events.errors import GuardFailed, IdempotencyConflict, LogResetError
+from events.redis.indexes import Guard, index_ops
+from events.redis.replies import as_str, entries, hash_to_str
+
+log = structlog.get_logger(__name__)
+
+_SCRIPT = resources.files("events.redis").joinpath("append.lua").read_text()
+IDEMPOTENCY_TTL_S = 24 * 3600
+
+_PUBLISH = """
+local epoch = redis.call('GET', KEYS[1])
+if epoch ~= ARGV[1] then return epoch or 0 end
+redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
+if #ARGV > 3 then redis.call('HSET', KEYS[3], unpack(ARGV, 4)) end
+return 1
+"""
+"""Publish a checkpoint (and its generations) only into the log the projection was folded from."""
+WAIT_AOF_MS = 5000
+"""Durable mode: how long an append waits for its AOF fsync (appendfsync everysec: about a second)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Idempotency:
+    scope: str            # e.g. the acting agent id, or "reaction"
+    key: str              # client's Idempotency-Key, or "cause:policy"
+    fingerprint: str      # hash of the request body; same key + other body -> conflict
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    positions: list[str]
+    duplicate: bool = False      # True: the idempotency key was seen; nothing was appended
+    result: bytes = b""          # the result blob stored with the original append
+    version: int | None = None   # the version append.lua gave a next-version write (Guard.next_version)
+
+    @property
+    def position(self) -> str:
+        return self.positions[-1] if self.positions else ""
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryIndex:
+    memory_id: str
+    version: int
+    namespace: str
+    agent: str
+    deleted: bool
+
+
+@dataclass(frozen=True, slots=True)
+class AgentIndex:
+    agent_id: str
+    main_namespace: str
+    ephemeral_namespace: str
+    agent_type: str
+    key_hash: str
+
+
+@dataclass
+class EventStore:
+    redis: Redis
+    origin: str
+    durable: bool = False
+    idempotency_ttl_s: int = IDEMPOTENCY_TTL_S
+    epoch: str | None = None      # the log identity appends expect (see keys.EPOCH); None: learnt on first append
+    wait_aof_ms: int = WAIT_AOF_MS
+    _script: object = field(default=None, init=False, repr=False)
+    _publish_script: object = field(default=None, init=False, repr=False)
+    _call: ScriptCall = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._script = self.redis.register_script(_SCRIPT)
+        self._call = ScriptCall(_SCRIPT, self._script.sha, self.wait_aof_ms if self.durable else None)
+
+    # ------------------------------------------------------------------ append
+
+    async def append(
+        self,
+        events: Sequence[Event],
+        *,
+        idempotency: Idempotency | None = None,
+        guards: Sequence[Guard] = (),
+        result: bytes = b"",
+    ) -> AppendResult:
+        """Append events atomically, in order. Raises GuardFailed / IdempotencyConflict; OutcomeUnknown
+        when the script was sent but its answer (or, durable, its fsync) was not confirmed."""
+        if not events:
+            raise ValueError("append needs at least one event")
+        if len(events) > 1 and any(g.next_version for g in guards):
+            raise ValueError("a next-version guard applies to a single event")
+        epoch = self.epoch or await self.open_epoch()
+        idem_key = keys.idempotency(idempotency.scope, idempotency.key) if idempotency else keys.PREFIX + "idem:-"
+        script_keys: list[str] = [keys.STREAM, keys.HLC_STATE, idem_key]
+        args: list[bytes | str | int] = [
+            self.origin,
+            idempotency.fingerprint if idempotency else "",
+            self.idempotency_ttl_s,
+            result,
+            len(guards),
+            len(events),
+        ]
+        for g in guards:
+            script_keys.append(g.key)
+            args += [g.field, g.mode, g.expected or ""]
+        for ev in events:
+            ops = index_ops(ev)
+            script_keys.extend(op.key for op in ops)
+            args.append(orjson.dumps([encode_append_fields(ev, self.origin),
+                                      [[x for kv in op.mapping.items() for x in kv] for op in ops]]))
+        reply = await call_script(self.redis, self._call, [keys.EPOCH, *script_keys], [epoch or "", *args])
+        status = as_str(reply[0])
+        if status == "log_reset":
+            raise LogResetError(reset_message(epoch, as_str(reply[1]) if reply[1] else None))
+        if status == "ok":
+            pos = as_str(reply[1]).split(",")
+            return AppendResult(pos, False, result, int(as_str(reply[2])) if len(reply) > 2 else None)
+        if status == "dup":
+            blob = reply[1] if isinstance(reply[1], bytes) else as_str(reply[1]).encode()
+            return AppendResult(as_str(reply[2]).split(","), True, blob)
+        if status == "idem_conflict":
+            raise IdempotencyConflict(idempotency.key if idempotency else "")
+        if status == "guard":
+            actual = reply[2]
+            raise GuardFailed(int(reply[1]), as_str(actual) if actual is not None else None)
+        raise RuntimeError(f"unexpected append reply {reply!r}")
+
+    async def replayed(self, idempotency: Idempotency) -> AppendResult | None:
+        """The original append of this idempotency key (duplicate=True), None when the key is unused;
+        IdempotencyConflict when it was used with another fingerprint. For a decision that depends on
+        state the original append changed (a retried register must not see its own agent as taken)."""
+        f, r, p = await self.redis.hmget(keys.idempotency(idempotency.scope, idempotency.key), ["f", "r", "p"])
+        if f is None:
+            return None
+        if as_str(f) != idempotency.fingerprint:
+            raise IdempotencyConflict(idempotency.key)
+        return AppendResult(as_str(p).split(","), True, r if isinstance(r, bytes) else as_str(r).encode())
+
+    async def release(self, idempotency: Idempotency) -> None:
+        """Drop the record of an idempotency key whose append was confirmed and will not be retried
+        (the audit writer's batch keys: kept only while a batch's outcome may be unknown)."""
+        await self.redis.delete(keys.idempotency(idempotency.scope, idempotency.key))
+
+    # ------------------------------------------------------------------ read
+
+    async def read(self, start: str | None = None, end: str | None = None, count: int | None = None,
+                   *, exclusive_start: bool = True) -> list[Event]:
+        """Events after `start` (exclusive by default) up to `end` (inclusive), oldest first."""
+        lo = "-" if not start else (f"({start}" if exclusive_start else start)
+        hi = end or "+"
+        reply = await self.redis.xrange(keys.STREAM, lo, hi, count=count)
+        return [decode(pos, flds) for pos, flds in entries(reply)]
+
+    async def read_reverse(self, end: str | None = None, start: str | None = None,
+                           count: int | None = None) -> list[Event]:
+        """Newest first, from `end` (inclusive) down to `start` (inclusive)."""
+        reply = await self.redis.xrevrange(keys.STREAM, end or "+", start or "-", count=count)
+        return [decode(pos, flds) for pos, flds in entries(reply)]
+
+    async def iterate(self, start: str | None = None, end: str | None = None,
+                      batch: int = 1000) -> AsyncIterator[list[Event]]:
+        """Batches of events after `start` up to `end`, until the end is reached."""
+        cursor = start
+        while True:
+            chunk = await self.read(cursor, end, batch)
+            if not chunk:
+                return
+            yield chunk
+            cursor = chunk[-1].position
+            if len(chunk) < batch:
+                return
+
+    async def tail(self, after: str | None, *, count: int = 500, block_ms: int = 1000) -> list[Event]:
+        """Events after `after`, waiting up to block_ms for new ones (XREAD BLOCK)."""
+        reply = await self.redis.xread({keys.STREAM: after or "0-0"}, count=count, block=block_ms)
+        if not reply:
+            return []
+        (_, items), = reply
+        return [decode(pos, flds) for pos, flds in entries(items)]
+
+    async def get(self, position: str) -> Event | None:
+        reply = await self.redis.xrange(keys.STREAM, position, position, count=1)
+        items = entries(reply)
+        return decode(*items[0]) if items else None
+
+    async def last_position(self) -> str | None:
+        reply = await self.redis.xrevrange(keys.STREAM, "+", "-", count=1)
+        items = entries(reply)
+        return as_str(items[0][0]) if items else None
+
+    async def length(self) -> int:
+        return int(await self.redis.xlen(keys.STREAM))
+
+    # ------------------------------------------------------------------ epoch (the log's identity)
+
+    async def log_epoch(self) -> str | None:
+        """The log's current epoch (None: the key is missing — a wiped log, or one not opened yet)."""
+        val = await self.redis.get(keys.EPOCH)
+        return as_str(val) if val is not None else None
+
+    async def open_epoch(self, *, create: bool = True, adopt: bool = True) -> str | None:
+        """Learn the log's epoch and expect it from now on (`self.epoch`).
+
+        No epoch yet: an empty log gets a new one when `create`; a non-empty log written before
+        epochs existed is adopted (given a new one, logged) when `adopt`. Otherwise None: appends
+        are refused (LogResetError) until someone who may creates it (`zhiyi replay --in-place`).
+        """
+        current = await self.log_epoch()
+        if current is None:
+            length = await self.length()
+            if (create and length == 0) or (adopt and length > 0):
+                await self.redis.set(keys.EPOCH, new_epoch(), nx=True)
+                current = await self.log_epoch()
+                log.info("log.epoch_created" if length == 0 else "log.epoch_adopted", epoch=current, events=length)
+        self.epoch = current
+        return current
+
+    async def check_not_reset(self, checkpoint: str | None, epoch: str | None = None) -> None:
+        """Raise LogResetError unless the event at `checkpoint` is still in the log and, when
+        `epoch` is given, the log's epoch is that one (the one the caller's projections were folded from).
+
+        The log is never trimmed, so a checkpoint's own event exists for as long as the log it
+        was taken from does. Checking that exact id (not just "is the last id behind it?")
+        also catches a log that was lost and has since received new appends, whose time-based
+        ids all lie beyond any old checkpoint.
+        """
+        has_checkpoint = bool(checkpoint) and checkpoint != positions.ZERO
+        if epoch is None and not has_checkpoint:
+            return
+        pipe = self.redis.pipeline(transaction=False)  # one round trip for both checks
+        pipe.get(keys.EPOCH)
+        if has_checkpoint:
+            pipe.xrange(keys.STREAM, checkpoint, checkpoint, count=1)
+        found, *rest = await pipe.execute()
+        if epoch is not None and (as_str(found) if found is not None else None) != epoch:
+            raise LogResetError(reset_message(epoch, as_str(found) if found is not None else None))
+        if not has_checkpoint or entries(rest[0]):
+            return
+        last = await self.last_position()
+        raise LogResetError(
+            f"checkpoint {checkpoint} is not an event of this log (last position {last or 'none'}): "
+            "the log was lost or replaced; rebuild the projections (zhiyi replay) instead of skipping")
+
+    # ------------------------------------------------------------------ checkpoints
+
+    async def publish_checkpoint(self, projector: str, position: str,
+                                 generations: Mapping[str, str] | None = None, *, epoch: str | None = None) -> None:
+        """Publish a checkpoint and, atomically with it, the namespaces whose reads it changed
+        ({namespace: position}, see keys.GENERATIONS). With `epoch` (the log the projection was
+        folded from), only while the log's epoch is that one: else LogResetError, nothing written."""
+        if epoch is not None:
+            if self._publish_script is None:
+                self._publish_script = self.redis.register_script(_PUBLISH)
+            gens = [x for ns, pos in (generations or {}).items() for x in (keys.generation(projector, ns), pos)]
+            found = await self._publish_script(keys=[keys.EPOCH, keys.CHECKPOINTS, keys.GENERATIONS],
+                                               args=[epoch, projector, position, *gens])
+            if found != 1:
+                raise LogResetError(reset_message(epoch, as_str(found) if found else None))
+            return
+        if not generations:
+            await self.redis.hset(keys.CHECKPOINTS, projector, position)
+            return
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.hset(keys.CHECKPOINTS, projector, position)
+        pipe.hset(keys.GENERATIONS, mapping={keys.generation(projector, ns): pos for ns, pos in generations.items()})
+        await pipe.execute()
+
+    async def clear_checkpoints(self) -> None:
+        """Forget every published checkpoint and generation (projections replaced by a rebuild)."""
+        await self.redis.delete(keys.CHECKPOINTS, keys.GENERATIONS)
+
+    async def generations(self, fields: Sequence[tuple[str, str]]) -> list[str]:
+        """The generation of each (projector, namespace); "" for one never changed."""
+        if not fields:
+            return []
+        vals = await self.redis.hmget(keys.GENERATIONS, [keys.generation(p, ns) for p, ns in fields])
+        return [as_str(v) if v is not None else "" for v in vals]
+
+    async def checkpoints(self) -> dict[str, str]:
+        return hash_to_str(await self.redis.hgetall(keys.CHECKPOINTS))
+
+    async def checkpoint(self, projector: str) -> str | None:
+        val = await self.redis.hget(keys.CHECKPOINTS, projector)
+        return as_str(val) if val is not None else None
+
+    # ------------------------------------------------------------------ write-side indexes
+
+    async def memory_index(self, memory_id: str) -> MemoryIndex | None:
+        h = hash_to_str(await self.redis.hgetall(keys.memory(memory_id)))
+        if not h:
+            return None
+        return MemoryIndex(memory_id, int(h.get("version", "0")), h.get("ns", ""), h.get("agent", ""),
+                           h.get("deleted") == "1")
+
+    async def memory_indexes(self, memory_ids: Sequence[str]) -> dict[str, MemoryIndex]:
+        if not memory_ids:
+            return {}
+        pipe = self.redis.pipeline(transaction=False)
+        for mid in memory_ids:
+            pipe.hgetall(keys.memory(mid))
+        found: dict[str, MemoryIndex] = {}
+        for mid, raw in zip(memory_ids, await pipe.execute()):
+            h = hash_to_str(raw)
+            if h:
+                found[mid] = MemoryIndex(mid, int(h.get("version", "0")), h.get("ns", ""), h.get("agent", ""),
+                                         h.get("deleted") == "1")
+        return found
+
+    async def agent_for_key_hash(self, key_hash: str) -> str | None:
+        val = await self.redis.hget(keys.AGENT_KEYS, key_hash)
+        return as_str(val) if val is not None else None
+
+    async def agent_index(self, agent_id: str) -> AgentIndex | None:
+        h = hash_to_str(await self.redis.hgetall(keys.agent(agent_id)))
+        if not h:
+            return None
+        return AgentIndex(agent_id, h.get("main", ""), h.get("ephemeral", ""), h.get("type", ""), h.get("key", ""))
+
+    async def namespace_owner(self, namespace: str) -> str | None:
+        val = await self.redis.hget(keys.NAMESPACE_OWNERS, namespace)
+        return as_str(val) if val is not None else None
+
+    async def rebuild_indexes(self) -> int:
+        """Drop and rebuild every write-side index from the log. Returns events folded."""
+        pipe = self.redis.pipeline(transaction=False)
+        for pattern in keys.INDEX_PATTERNS:
+            async for k in self.redis.scan_iter(match=pattern, count=1000):
+                pipe.delete(k)
+        pipe.delete(keys.AGENT_KEYS, keys.NAMESPACE_OWNERS)
+        await pipe.execute()
+        n = 0
+        async for chunk in self.iterate():
+            pipe = self.redis.pipeline(transaction=False)
+            for ev in chunk:
+                for op in index_ops(ev):
+                    pipe.hset(op.key, mapping=op.mapping)
+            await pipe.execute()
+            n += len(chunk)
+        log.info("indexes.rebuilt", events=n)
+        return n
+
+    # ------------------------------------------------------------------ liveness
+
+    async def ping(self) -> bool:
+        try:
+            return bool(await asyncio.wait_for(self.redis.ping(), timeout=1.0))
+        except Exception:  # noqa: BLE001 - any failure means unreachable
+            return False
+
+    async def heartbeat(self, instance_id: str, info: str, ttl_s: int = 30) -> None:
+        """A key with a TTL naming what runs and the epoch it serves (`<info> epoch=<epoch>`)."""
+        await self.redis.set(keys.heartbeat(instance_id), f"{info} epoch={self.epoch or '-'}", ex=ttl_s)
+
+
+def new_epoch() -> str:
+    return secrets.token_hex(8)
+
+
+def reset_message(expected: str | None, found: str | None) -> str:
+    return (f"the event log was wiped or replaced (its epoch is {found or 'missing'}, expected {expected or 'none'}): "
+            "nothing is read or written until the projections are rebuilt from the current log with "
+            "`zhiyi replay --in-place`; agents registered in the lost log must register again")

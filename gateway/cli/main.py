@@ -1,0 +1,318 @@
+"""The `zhiyi` command: the composition root. The only module that reads the environment."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import secrets
+import signal
+import socket
+import sys
+from pathlib import Path
+
+import structlog
+
+from gateway.process.logging_setup import configure_logging
+from gateway.process.settings import Settings, absolute_path
+
+log = structlog.get_logger("zhiyi.cli")
+
+DEFAULT_PORT = 7821
+
+
+def _env_flag(name: str, default: bool = False) -> bool:
+    value = os.environ.get(name, "").strip().lower()
+    return default if not value else value in {"1", "true", "yes", "on"}
+
+
+def admin_key(data_dir: Path) -> tuple[str, str]:
+    """(key, where): API_KEY from the environment, else <data-dir>/api_key (generated, mode 600)."""
+    env_key = os.environ.get("API_KEY")
+    if env_key:
+        return env_key, "the API_KEY environment variable"
+    path = data_dir / "api_key"
+    if not path.exists():
+        data_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write("zka_" + secrets.token_urlsafe(32) + "\n")
+    os.chmod(path, 0o600)
+    return path.read_text().strip(), str(path.resolve())
+
+
+def build_settings(args: argparse.Namespace, redis_url: str, *, api_key: str = "", run_projectors: bool = True,
+                   only: tuple[str, ...] = (), run_background: bool | None = None) -> Settings:
+    """`run_background` (default: with the projectors): this process hosts the reactions and the
+    scheduler."""
+    background = run_projectors if run_background is None else run_background
+    return Settings(
+        redis_url=redis_url,
+        data_dir=Path(args.data_dir),
+        api_key=api_key,
+        host=getattr(args, "host", "127.0.0.1"),
+        port=getattr(args, "port", DEFAULT_PORT),
+        instance_id=os.environ.get("ZHIYI_INSTANCE_ID") or f"{socket.gethostname()}-{os.getpid()}",
+        durable=_env_flag("ZHIYI_DURABLE"),
+        bge_endpoint=os.environ.get("BGE_ENDPOINT") or None,
+        bge_api_key=os.environ.get("BGE_API_KEY") or None,
+        bge_model=os.environ.get("BGE_MODEL") or None,
+        embedding_threads=int(os.environ.get("ZHIYI_EMBEDDING_THREADS", "1")),
+        query_embedding_process=_env_flag("ZHIYI_QUERY_EMBEDDING_PROCESS", default=True),
+        rerank_endpoint=os.environ.get("RERANK_ENDPOINT") or None,
+        rerank_api_key=os.environ.get("RERANK_API_KEY") or None,
+        rerank_model=os.environ.get("RERANK_MODEL") or None,
+        llm_endpoint=os.environ.get("LLM_ENDPOINT") or None,
+        llm_api_key=os.environ.get("LLM_API_KEY") or None,
+        llm_model=os.environ.get("LLM_MODEL") or "default",
+        llm_daily_limit=int(os.environ.get("ZHIYI_LLM_DAILY_LIMIT", "500")),
+        local_rerank=_env_flag("ZHIYI_LOCAL_RERANK"),
+        recall_cache_ttl_s=int(os.environ.get("ZHIYI_RECALL_CACHE_TTL", "3600")),
+        forget_capacity=int(os.environ.get("ZHIYI_FORGET_CAPACITY", "10000")),
+        tick_interval_s=float(os.environ.get("ZHIYI_TICK_INTERVAL_S", "3600")),
+        run_projectors=run_projectors,
+        run_reactions=background and not _env_flag("ZHIYI_NO_REACTIONS"),
+        run_scheduler=background,
+        ready_file=Path(args.ready_file) if getattr(args, "ready_file", None) else None,
+        projectors_only=only,
+        log_json=_env_flag("ZHIYI_LOG_JSON"),
+    )
+
+
+def _redis_url(args: argparse.Namespace) -> str:
+    from gateway.process.embedded_redis import resolve_url
+
+    return resolve_url(args.redis_url, os.environ.get("REDIS_URL"), Path(args.data_dir))
+
+
+# ----------------------------------------------------------------------------- commands
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    from gateway.process import embedded_redis
+    from gateway.process.server import serve_forever
+
+    data_dir = Path(args.data_dir)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    from gateway.cli.maintenance import refuse_outdated
+
+    if refuse_outdated(build_settings(args, "")):  # built by an older zhiyi: say how to rebuild, start nothing
+        return 2
+    embedded = None
+    url = args.redis_url or os.environ.get("REDIS_URL")
+    durable = _env_flag("ZHIYI_DURABLE")
+    if not url:
+        embedded = embedded_redis.start(data_dir, durable=durable)
+        url = embedded.url
+    if durable:  # before anything starts: refuse durable mode on a server that cannot confirm fsyncs
+        try:
+            embedded_redis.check_durable(url)
+        except Exception:
+            if embedded is not None:
+                embedded.stop()
+            raise
+    key, where = admin_key(data_dir)
+    # projectors in a child process (gateway/process/projector_process.py), unless ZHIYI_INPROCESS_PROJECTORS
+    inprocess = _env_flag("ZHIYI_INPROCESS_PROJECTORS")
+    settings = build_settings(args, url, api_key=key, run_projectors=inprocess, run_background=True)
+    print(f"zhiyi: serving on http://{settings.host}:{settings.port}  (data: {data_dir.resolve()}, redis: {url})",
+          flush=True)
+    print(f"zhiyi: admin API key is in {where}", flush=True)
+    projectors = None
+    try:
+        if not inprocess:
+            from gateway.process.projector_process import ProjectorProcess
+
+            projectors = ProjectorProcess(data_dir, url)
+            projectors.start()
+        serve_forever(settings)
+    finally:
+        if projectors is not None:
+            projectors.stop()
+        if embedded is not None:
+            embedded.stop()
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from gateway.process.server import serve_forever
+
+    from gateway.cli.maintenance import refuse_outdated
+
+    key, where = admin_key(Path(args.data_dir))
+    settings = build_settings(args, _redis_url(args), api_key=key, run_projectors=False)
+    if refuse_outdated(settings):
+        return 2
+    if settings.durable:
+        from gateway.process.embedded_redis import check_durable
+
+        check_durable(settings.redis_url)
+    print(f"zhiyi: gateway on http://{settings.host}:{settings.port} (projectors run elsewhere); "
+          f"admin API key in {where}", flush=True)
+    serve_forever(settings)
+    return 0
+
+
+def cmd_project(args: argparse.Namespace) -> int:
+    if args.parent_pid:  # started by `zhiyi up`: go when it goes
+        from gateway.process.projector_process import die_with_parent
+
+        die_with_parent(args.parent_pid)
+    from gateway.process.server import run_projectors
+
+    settings = build_settings(args, _redis_url(args), only=tuple(args.only or ()))
+    return asyncio.run(run_projectors(settings))
+
+
+def cmd_digest(args: argparse.Namespace) -> int:
+    from gateway.cli.maintenance import print_digests
+
+    settings = build_settings(args, _redis_url(args))
+    return asyncio.run(print_digests(settings, as_json=args.json))
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from gateway.process import embedded_redis
+    from gateway.cli.maintenance import replay
+
+    if args.in_place and (args.until or args.verify):
+        print("zhiyi replay: --in-place rebuilds up to the end of the log (no --until, no --verify)",
+              file=sys.stderr)
+        return 2
+    embedded = None
+    data_dir = Path(args.data_dir)
+    if not (args.redis_url or os.environ.get("REDIS_URL") or embedded_redis.recorded_url(data_dir)) \
+            and (data_dir / "redis").is_dir():
+        # the data dir's own server, with zhiyi stopped (e.g. rebuilding after an upgrade): start it for the command
+        embedded = embedded_redis.start(data_dir)
+    try:
+        settings = build_settings(args, embedded.url if embedded else _redis_url(args))
+        if args.in_place:
+            from gateway.cli.maintenance import replay_in_place
+
+            return asyncio.run(replay_in_place(settings, as_json=args.json))
+        return asyncio.run(replay(settings, Path(args.into), until=args.until, verify=args.verify,
+                                  as_json=args.json))
+    finally:
+        if embedded is not None:
+            embedded.stop()
+
+
+def cmd_events(args: argparse.Namespace) -> int:
+    from events.redis.client import connect
+    from events.redis.store import EventStore
+    from gateway.cli.events import run_events_command
+
+    async def main() -> int:
+        redis = connect(_redis_url(args))
+        try:
+            return await run_events_command(args, EventStore(redis, origin="cli"), out=sys.stdout)
+        finally:
+            await redis.aclose()
+
+    try:
+        return asyncio.run(main())
+    except KeyboardInterrupt:
+        return 0
+
+
+def cmd_tick(args: argparse.Namespace) -> int:
+    from gateway.cli.tick import run_tick_command
+
+    settings = build_settings(args, _redis_url(args))
+    return asyncio.run(run_tick_command(args, settings, sys.stdout, sys.stderr))
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from gateway.cli.eval import run_eval_command
+
+    settings = build_settings(args, _redis_url(args))
+    return asyncio.run(run_eval_command(args, settings, sys.stdout, sys.stderr))
+
+
+# ----------------------------------------------------------------------------- parser
+
+
+def parser() -> argparse.ArgumentParser:
+    from gateway.cli.events import add_events_parser
+
+    p = argparse.ArgumentParser(prog="zhiyi", description="zhiyi (织忆, MemoryWeave): shared memory for LLM agents")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--data-dir", default=os.environ.get("ZHIYI_DATA_DIR", "./data"),
+                        help="live data directory (default ./data)")
+    common.add_argument("--redis-url", default=None, help="Redis URL (else REDIS_URL, else the one `zhiyi up` wrote)")
+    http = argparse.ArgumentParser(add_help=False)
+    http.add_argument("--host", default="127.0.0.1")
+    http.add_argument("--port", type=int, default=DEFAULT_PORT)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    sub.add_parser("up", parents=[common, http],
+                   help="gateway, reactions and scheduler, projectors in a child process; starts Redis if needed") \
+        .set_defaults(func=cmd_up)
+    sub.add_parser("serve", parents=[common, http], help="the gateway alone").set_defaults(func=cmd_serve)
+    pp = sub.add_parser("project", parents=[common], help="the projectors alone")
+    pp.add_argument("--only", action="append", help="run only this projector (repeatable)")
+    pp.add_argument("--ready-file", default=None, help="touch this file once the projectors run (used by `zhiyi up`)")
+    pp.add_argument("--parent-pid", type=int, default=None, help=argparse.SUPPRESS)  # `zhiyi up`'s pid
+    pp.set_defaults(func=cmd_project)
+    dp = sub.add_parser("digest", parents=[common], help="logical digest of each live projection")
+    dp.add_argument("--json", action="store_true")
+    dp.set_defaults(func=cmd_digest)
+    rp = sub.add_parser("replay", parents=[common], help="rebuild every projection from the log into DIR")
+    target = rp.add_mutually_exclusive_group(required=True)
+    target.add_argument("--into", help="empty directory to rebuild into")
+    target.add_argument("--in-place", action="store_true",
+                        help="after a log_reset: rebuild the data dir's projections from the current log beside "
+                             "them, then swap them in (the old ones are kept as projections.<old epoch>/)")
+    rp.add_argument("--until", default=None, help="stop at this position (time travel)")
+    rp.add_argument("--verify", action="store_true",
+                    help="rebuild twice up to the live position; fail unless both match the live digests")
+    rp.add_argument("--json", action="store_true")
+    rp.set_defaults(func=cmd_replay)
+    add_events_parser(sub, parents=[common])
+    from gateway.cli.eval import add_eval_parser
+
+    add_eval_parser(sub, parents=[common])
+    sub.choices["eval"].set_defaults(func=cmd_eval)
+    from gateway.cli.tick import add_tick_parser
+
+    add_tick_parser(sub, parents=[common])
+    sub.choices["tick"].set_defaults(func=cmd_tick)
+    sub.choices["events"].set_defaults(func=cmd_events)
+    return p
+
+
+PATH_ARGS = ("data_dir", "into", "ready_file")
+
+
+def _absolute_paths(args: argparse.Namespace) -> None:
+    """Every path option made absolute once, here: `--data-dir ./data` (as `make up` passes it) must
+    mean the same directory to the readers (`file:` URIs), the children and the messages."""
+    for name in PATH_ARGS:
+        value = getattr(args, name, None)
+        if value:
+            setattr(args, name, str(absolute_path(value)))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    _absolute_paths(args)
+    configure_logging(json=_env_flag("ZHIYI_LOG_JSON"), level=os.environ.get("ZHIYI_LOG_LEVEL", "info"))
+    if getattr(args, "func", None) is None:
+        args.func = cmd_events
+    from events.errors import EventLogError
+    from gateway.process.embedded_redis import RedisNotFound
+    from projections.core.errors import ProjectionError
+
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+    except (RedisNotFound, ProjectionError, EventLogError) as exc:  # operator errors: one readable line
+        print(f"zhiyi {args.command}: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    sys.exit(main())

@@ -1,0 +1,70 @@
+"""Evaluation (seed 6.1): POST /api/v1/eval/run, POST /api/v1/eval/generate, GET /api/v1/eval/history."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from commands.evaluation import EvalRun, ScopeOf, parse_generate, parse_run
+from commands.handlers import CommandService
+from gateway.http.appkeys import COMMANDS, EVAL, SETTINGS, STORE
+from gateway.http.auth import principal, require_admin
+from gateway.http.handlers.recall import resolve_scope
+from gateway.http.requests import after_param, json_body, json_response, query_int, wait_for_projections
+from projections.queries.evaluation.eval_log import history as eval_history
+
+READS = ["memories"]
+MAX_HISTORY = 1000
+DEFAULT_HISTORY = 20
+
+
+def scope_resolver(commands: CommandService, namespace: str | None, *, agent_key: str | None) -> ScopeOf:
+    """Namespaces a query runs in, exactly as a recall by its agent would search them (admin key:
+    the query's `agent_id`, or `shared` / `namespace` without one; agent key: always itself)."""
+
+    async def scope_of(agent_id: str) -> list[str]:
+        if agent_key is not None:
+            actor = await commands.require_actor(agent_key)
+        else:
+            actor = await commands.require_actor(agent_id, by="admin") if agent_id else None
+        return resolve_scope(actor, namespace, ())
+
+    return scope_of
+
+
+def report_json(run: EvalRun) -> dict[str, Any]:
+    return {**run.report.metrics, "query_details": run.report.details(), "queries": run.queries,
+            "top_k": run.report.top_k, "golden_set_id": run.golden_set_id, "position": run.position}
+
+
+async def run(request: web.Request) -> web.Response:
+    body, _ = await json_body(request, required=False)
+    cmd = parse_run(body, request.app[SETTINGS].limits)
+    who = principal(request)
+    await wait_for_projections(request, after_param(request, body), READS)
+    scope_of = scope_resolver(request.app[COMMANDS], cmd.namespace, agent_key=None if who.is_admin else who.agent_id)
+    done = await request.app[EVAL].run(cmd, scope_of, agent=who.agent_id or "admin",
+                                       only_agent=None if who.is_admin else who.agent_id)
+    return json_response(report_json(done))
+
+
+async def generate(request: web.Request) -> web.Response:
+    require_admin(request)
+    body, _ = await json_body(request, required=False)
+    cmd = parse_generate(body)
+    await wait_for_projections(request, after_param(request, body), READS)
+    golden = await request.app[EVAL].generate(cmd)
+    return json_response(golden.to_json(), status=201)
+
+
+async def history(request: web.Request) -> web.Response:
+    limit = query_int(request, "limit", default=DEFAULT_HISTORY, minimum=1, maximum=MAX_HISTORY) or DEFAULT_HISTORY
+    who = principal(request)
+    return json_response(await eval_history(request.app[STORE], limit,
+                                            agent=None if who.is_admin else who.agent_id))
+
+
+def routes() -> list[web.RouteDef]:
+    return [web.post("/api/v1/eval/run", run), web.post("/api/v1/eval/generate", generate),
+            web.get("/api/v1/eval/history", history)]

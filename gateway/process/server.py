@@ -1,0 +1,100 @@
+"""Running the gateway (`zhiyi up` / `zhiyi serve`) and the projectors alone (`zhiyi project`)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from pathlib import Path
+
+import structlog
+
+from events.redis.client import TRANSIENT_ERRORS, connect
+from events.redis.store import EventStore
+from gateway.http import server as http_server
+from gateway.http.app import create_app
+from gateway.process.runtime import warm_up
+from gateway.process.settings import Settings
+from projections.models.embedding import make_embedder
+from projections.core.registry import NAMES
+from projections.core.runner_set import RunnerSet
+
+log = structlog.get_logger(__name__)
+
+HEARTBEAT_EVERY_S = 10
+
+
+async def _heartbeat(store: EventStore, instance_id: str, info: str) -> None:
+    """Write the heartbeat key; Redis being away is logged, never fatal (the runners retry on their
+    own, and the next beat comes `HEARTBEAT_EVERY_S` later)."""
+    try:
+        await store.heartbeat(instance_id, info)
+    except TRANSIENT_ERRORS as exc:
+        log.warning("projectors.heartbeat_failed", error=f"{type(exc).__name__}: {exc}")
+
+
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    """uvloop when installed (a dependency; markedly faster HTTP on small machines), else asyncio's."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
+
+
+def serve_forever(settings: Settings) -> None:
+    """Serve until SIGINT/SIGTERM; aiohttp then runs the cleanup contexts (drain, checkpoints)."""
+    loop = new_event_loop()
+    asyncio.set_event_loop(loop)
+    http_server.run(create_app(settings), settings.host, settings.port, loop=loop, shutdown_timeout=10)
+
+
+async def _report_ready(embedder, ready_file: Path | None) -> None:
+    """Load the embedding model, then touch `ready_file` when given (`zhiyi project --ready-file`):
+    `zhiyi up` waits for it before it serves, so first commits do not wait on a loading model."""
+    await warm_up(embedder)
+    if ready_file is not None:
+        ready_file.touch()
+
+
+async def run_projectors(settings: Settings) -> int:
+    """Run the projector runners in this process until SIGINT/SIGTERM, with a heartbeat key."""
+    redis = connect(settings.redis_url)
+    store = EventStore(redis, origin=settings.instance_id, durable=settings.durable)
+    embedder = make_embedder(bge_endpoint=settings.bge_endpoint, bge_api_key=settings.bge_api_key,
+                             bge_model=settings.bge_model, cache_path=str(settings.embedding_cache_path),
+                             threads=settings.embedding_threads)
+    names = [n for n in NAMES if not settings.projectors_only or n in settings.projectors_only]
+    if not names:
+        log.error("projectors.none", only=settings.projectors_only)
+        return 2
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    # one task for all: it stops, waits and reopens them through a reset log (projections.core.runner_set)
+    runners = RunnerSet(store, settings.data_dir, embedder, only=tuple(names))
+    tasks = [asyncio.create_task(runners.run(stop), name="projectors")]
+    await _report_ready(embedder, settings.ready_file)
+    log.info("projectors.running", names=names)
+    rc = 0
+    try:
+        while not stop.is_set():
+            await _heartbeat(store, settings.instance_id, "projector:" + ",".join(names)
+                                  + (" waiting:log_reset" if runners.waiting else ""))
+            done = [t for t in tasks if t.done()]
+            if done:
+                for t in done:
+                    if t.exception() is not None:
+                        log.error("projector.failed", name=t.get_name(), error=str(t.exception()))
+                        rc = 1
+                stop.set()
+                break
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(stop.wait(), HEARTBEAT_EVERY_S)
+    finally:
+        stop.set()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        embedder.close()
+        await redis.aclose()
+    return rc

@@ -1,0 +1,274 @@
+"""The projection runner: tail the log from a projector's checkpoint, apply batches, publish.
+
+- `catch_up(until)` folds everything after the checkpoint up to `until` (or the end) and
+  returns the checkpoint; `run(stop)` tails forever (`XREAD BLOCK`) until `stop` is set.
+- Before starting and before every read it calls `store.check_not_reset(checkpoint, epoch)`: a
+  checkpoint whose event is not in the log, or a log whose epoch is not the one the projection
+  was folded from (`epoch`, see projections.core.epoch) — `LogResetError`: the log was lost or
+  replaced — stops the runner loudly, never silently. A Redis that cannot be reached is not a
+  reset: that is retried like any transient error.
+- Reading the next batches (and the projector's optional `prepare`, e.g. embedding: one call
+  per batch) overlaps with applying the current one; `prefetch` batches are read ahead, so on a
+  multi-core box several batches are embedded at once.
+- After each batch: `store.publish_checkpoint(name, pos)` and `notify(name, pos)`.
+- Transient Redis errors (`events.redis.client.TRANSIENT_ERRORS`) are logged and retried with
+  back-off (50 ms doubling to 2 s), so a runner resumes within ~2 s of Redis returning; the loop
+  does not crash.
+- `projector.maintain()` (when it has one) runs at most every `maintain_every_s`, and only
+  when something was applied since the previous run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import KW_ONLY, dataclass, field
+from typing import Any, Awaitable, Callable
+
+import structlog
+
+from events import positions
+from events.envelope import Event
+from events.errors import LogResetError
+from events.redis.client import RETRY_BACKOFF_MAX_S, TRANSIENT_ERRORS
+from events.redis.store import EventStore
+from projections.core.projector import Generational, Maintainable, Preparable, Projector, after_checkpoint, generations
+
+log = structlog.get_logger(__name__)
+
+TRANSIENT: tuple[type[BaseException], ...] = TRANSIENT_ERRORS
+
+Reader = Callable[[str | None], Awaitable[list[Event]]]
+
+
+@dataclass(slots=True)
+class _Item:
+    kind: str  # "batch" | "idle" (an empty tail read) | "end" (caught up) | "error"
+    batch: list[Event] = field(default_factory=list)
+    prepared: asyncio.Future[None] | None = None
+    error: Exception | None = None
+
+
+@dataclass
+class ProjectionRunner:
+    store: EventStore
+    projector: Projector
+    _: KW_ONLY
+    batch_size: int = 500
+    block_ms: int = 500
+    notify: Callable[[str, str], None] | None = None
+    maintain_every_s: float = 60.0
+    prefetch: int = 2                 # batches read (and prepared, e.g. embedded) ahead of the applied one
+    publish: bool = True              # False for scratch rebuilds: never touch the live checkpoints
+    transient: tuple[type[BaseException], ...] = TRANSIENT
+    backoff_max_s: float = RETRY_BACKOFF_MAX_S
+    clock: Callable[[], float] = time.monotonic
+    epoch: str | None = None          # the log the projection was folded from; None: not checked (scratch rebuilds)
+    checkpoint: str | None = field(default=None, init=False)
+    events_applied: int = field(default=0, init=False)
+    _dirty: bool = field(default=False, init=False)
+    _last_maintain: float = field(default=0.0, init=False)
+    _tailing: bool = field(default=False, init=False)
+
+    def __post_init__(self) -> None:
+        self._last_maintain = self.clock()
+
+    @property
+    def name(self) -> str:
+        return self.projector.name
+
+    # ------------------------------------------------------------------ public
+
+    async def catch_up(self, until: str | None = None) -> str | None:
+        """Fold everything after the checkpoint up to `until` (inclusive) or the end."""
+        try:
+            cursor = await self._start(None)
+
+            async def read(after: str | None) -> list[Event]:
+                return await self.store.read(after, until, self.batch_size)
+
+            return await self._pump(read, cursor, None)
+        except LogResetError as exc:
+            log.error("projection.log_reset", projector=self.name, checkpoint=self.checkpoint, error=str(exc))
+            raise
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Tail the log until `stop` is set. Raises (after logging) on a reset log or a failed apply."""
+        try:
+            cursor = await self._start(stop)
+
+            async def read(after: str | None) -> list[Event]:
+                return await self.store.tail(after, count=self.batch_size, block_ms=self.block_ms)
+
+            await self._pump(read, cursor, stop)
+            log.info("projection.stopped", projector=self.name, position=self.checkpoint)
+        except LogResetError as exc:
+            log.error("projection.log_reset", projector=self.name, checkpoint=self.checkpoint, error=str(exc))
+            raise
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("projection.failed", projector=self.name, position=self.checkpoint)
+            raise
+
+    # ------------------------------------------------------------------ loop
+
+    async def _start(self, stop: asyncio.Event | None) -> str | None:
+        self.checkpoint = await self.projector.load_checkpoint()
+        cp = self.checkpoint
+        await self._retry(lambda: self.store.check_not_reset(cp, self.epoch), "check", stop)
+        if self.publish and cp:
+            await self._retry(lambda: self.store.publish_checkpoint(self.name, cp, epoch=self.epoch), "publish", stop)
+        log.info("projection.started", projector=self.name, position=cp)
+        return cp
+
+    async def _pump(self, read: Reader, cursor: str | None, stop: asyncio.Event | None) -> str | None:
+        """Consume batches in order; a producer reads (and prepares) up to `prefetch` batches ahead.
+
+        With `stop` (tailing) an empty read means "idle, read again"; without, "caught up".
+        """
+        self._tailing = stop is not None
+        queue: asyncio.Queue[_Item] = asyncio.Queue()
+        slots = asyncio.Semaphore(self.prefetch + 1)  # the batch being applied + those read ahead
+        halt = asyncio.Event()
+        producer = asyncio.ensure_future(self._produce(read, cursor, halt, queue, slots))
+        try:
+            while True:
+                item = await self._get(queue, stop)
+                if item is None or item.kind == "end":
+                    return cursor
+                if item.kind == "error":
+                    assert item.error is not None
+                    raise item.error
+                if item.kind == "idle":
+                    await self._maybe_maintain()
+                else:
+                    assert item.prepared is not None
+                    await item.prepared
+                    await self._apply(item.batch, stop)
+                    slots.release()
+                    cursor = self.checkpoint
+                    await self._maybe_maintain()
+                if stop is not None and stop.is_set():
+                    return cursor
+        finally:
+            await self._halt(producer, halt, slots, queue)
+
+    async def _halt(self, producer: asyncio.Future[None], halt: asyncio.Event, slots: asyncio.Semaphore,
+                    queue: asyncio.Queue[_Item]) -> None:
+        """Stop the producer without cancelling a Redis command in flight (redis-py may then hang
+        on that connection): it finishes its current read (at most `block_ms`) and sees `halt`."""
+        halt.set()
+        slots.release()
+        try:
+            await asyncio.wait_for(asyncio.shield(producer), self.block_ms / 1000 + 5.0)
+        except TimeoutError:
+            log.warning("projection.producer_stuck", projector=self.name)
+            producer.cancel()
+        except Exception:  # noqa: BLE001 - its errors were queued for the consumer already
+            pass
+        pending: list[asyncio.Future[Any]] = [producer]
+        while not queue.empty():
+            left = queue.get_nowait()
+            if left.prepared is not None:
+                left.prepared.cancel()  # embedding in a worker thread: safe to abandon
+                pending.append(left.prepared)
+        await asyncio.gather(*pending, return_exceptions=True)
+
+    async def _produce(self, read: Reader, cursor: str | None, halt: asyncio.Event,
+                       queue: asyncio.Queue[_Item], slots: asyncio.Semaphore) -> None:
+        try:
+            while not halt.is_set():
+                await slots.acquire()
+                if halt.is_set():
+                    return
+                after = cursor
+
+                async def once() -> list[Event]:
+                    await self.store.check_not_reset(after, self.epoch)
+                    return await read(after)
+
+                batch = await self._retry(once, "read", halt)
+                if halt.is_set():
+                    return
+                if not batch:
+                    slots.release()
+                    queue.put_nowait(_Item("idle" if self._tailing else "end"))
+                    if not self._tailing:
+                        return
+                    continue
+                queue.put_nowait(_Item("batch", batch, asyncio.ensure_future(self._prepare(batch, halt))))
+                cursor = batch[-1].position
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # handed to the consumer, which raises it in order
+            queue.put_nowait(_Item("error", error=exc))
+
+    @staticmethod
+    async def _get(queue: asyncio.Queue[_Item], stop: asyncio.Event | None) -> _Item | None:
+        if stop is None:
+            return await queue.get()
+        if stop.is_set():
+            return None
+        getter = asyncio.ensure_future(queue.get())
+        stopper = asyncio.ensure_future(stop.wait())
+        done, _ = await asyncio.wait({getter, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        stopper.cancel()
+        if getter in done:
+            return getter.result()
+        getter.cancel()
+        return None
+
+    async def _prepare(self, batch: list[Event], stop: asyncio.Event | None) -> None:
+        if isinstance(self.projector, Preparable):
+            await self._retry(lambda: self.projector.prepare(batch), "prepare", stop)  # type: ignore[attr-defined]
+
+    async def _apply(self, batch: list[Event], stop: asyncio.Event | None) -> None:
+        started = time.perf_counter()
+        await self._retry(lambda: self.projector.apply(batch), "apply", stop)
+        gens = (generations(self.projector, after_checkpoint(batch, self.checkpoint))
+                if isinstance(self.projector, Generational) else None)
+        pos = positions.later(self.checkpoint, batch[-1].position)
+        assert pos is not None
+        self.checkpoint = pos
+        self.events_applied += len(batch)
+        self._dirty = True
+        if self.publish:
+            await self._retry(lambda: self.store.publish_checkpoint(self.name, pos, gens, epoch=self.epoch), "publish",
+                              stop)
+        if self.notify is not None:
+            try:
+                self.notify(self.name, pos)
+            except Exception:  # noqa: BLE001 - a waiter bug must not stop the projection
+                log.exception("projection.notify_failed", projector=self.name, position=pos)
+        log.info("projection.batch", projector=self.name, position=pos, events=len(batch),
+                 ms=round((time.perf_counter() - started) * 1000, 1))
+
+    async def _maybe_maintain(self) -> None:
+        if not self._dirty or not isinstance(self.projector, Maintainable):
+            return
+        if self.clock() - self._last_maintain < self.maintain_every_s:
+            return
+        started = time.perf_counter()
+        try:
+            await self.projector.maintain()
+        except Exception:  # noqa: BLE001 - upkeep failing must not stop the projection
+            log.exception("projection.maintain_failed", projector=self.name)
+        else:
+            log.info("projection.maintained", projector=self.name, position=self.checkpoint,
+                     ms=round((time.perf_counter() - started) * 1000, 1))
+        self._last_maintain = self.clock()
+        self._dirty = False
+
+    async def _retry(self, fn: Callable[[], Awaitable[Any]], what: str, stop: asyncio.Event | None) -> Any:
+        delay = 0.05
+        while True:
+            try:
+                return await fn()
+            except self.transient as exc:
+                if stop is not None and stop.is_set():
+                    raise
+                log.warning("projection.transient_error", projector=self.name, step=what,
+                            error=f"{type(exc).__name__}: {exc}", retry_in_s=delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, self.backoff_max_s)

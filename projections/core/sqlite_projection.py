@@ -1,0 +1,114 @@
+"""What every SQLite projector shares: one WAL database per projection directory, created on the
+first write only; the checkpoint in a `checkpoint` table written in the SAME transaction as the
+rows (`BEGIN IMMEDIATE`, the checkpoint re-read inside it), so a batch applied twice, or by two
+writers, changes nothing and a crash leaves the whole batch or none of it; digests read one
+snapshot. Subclasses give the schema and fold the fresh events of a batch."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from pathlib import Path
+
+from events.envelope import Event
+from projections.core.projector import after_checkpoint, last_position
+
+
+class SqliteProjection:
+    name: str = ""
+    schema: str = ""            # CREATE TABLE IF NOT EXISTS ... (the checkpoint table is added here)
+    schema_version: int = 1
+
+    def __init__(self, directory: Path, db_file: str) -> None:
+        self.directory = Path(directory)
+        self.path = self.directory / db_file
+        self._conn: sqlite3.Connection | None = None
+        self._ready = False
+        self._lock = threading.Lock()
+
+    def _connect(self, *, create: bool) -> sqlite3.Connection | None:
+        if self._conn is None:
+            if not create and not self.path.exists():
+                return None
+            self.directory.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")  # WAL: atomic; a lost tail is re-applied from the log
+            conn.execute("PRAGMA cache_size=-65536")
+            self._conn = conn
+        if create and not self._ready:
+            found = self._conn.execute("PRAGMA user_version").fetchone()[0]
+            if 0 < found < self.schema_version:
+                self._migrate(self._conn, found)
+            self._conn.executescript(self.schema + "\nCREATE TABLE IF NOT EXISTS checkpoint "
+                                     "(projector TEXT PRIMARY KEY, position TEXT NOT NULL);")
+            self._conn.execute(f"PRAGMA user_version={int(self.schema_version)}")
+            self._ready = True
+        return self._conn
+
+    def _migrate(self, conn: sqlite3.Connection, from_version: int) -> None:
+        """Bring a database written by schema `from_version` up to this one before the schema
+        script runs (it only creates what is missing): columns it adds, say."""
+
+    def _checkpoint(self, conn: sqlite3.Connection) -> str | None:
+        try:
+            row = conn.execute("SELECT position FROM checkpoint WHERE projector = ?", (self.name,)).fetchone()
+        except sqlite3.OperationalError:  # tables not created yet
+            return None
+        return row[0] if row else None
+
+    async def load_checkpoint(self) -> str | None:
+        return await asyncio.to_thread(self._load_checkpoint)
+
+    def _load_checkpoint(self) -> str | None:
+        with self._lock:
+            conn = self._connect(create=False)
+            return None if conn is None else self._checkpoint(conn)
+
+    async def apply(self, events: list[Event]) -> None:
+        if events:
+            await asyncio.to_thread(self._apply, events)
+
+    def _apply(self, events: list[Event]) -> None:
+        with self._lock:
+            conn = self._connect(create=True)
+            assert conn is not None
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                checkpoint = self._checkpoint(conn)
+                fresh = after_checkpoint(events, checkpoint)
+                self._fold_batch(conn, fresh)
+                pos = last_position(fresh, checkpoint)
+                if pos is not None and pos != checkpoint:
+                    conn.execute("INSERT INTO checkpoint (projector, position) VALUES (?, ?) "
+                                 "ON CONFLICT (projector) DO UPDATE SET position = excluded.position",
+                                 (self.name, pos))
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+    def _fold_batch(self, conn: sqlite3.Connection, events: list[Event]) -> None:
+        raise NotImplementedError
+
+    def _snapshot(self, *queries: str) -> list[list[tuple]]:
+        """The results of `queries` in one read snapshot ([] each before the first write)."""
+        with self._lock:
+            conn = self._connect(create=False)
+            if conn is None:
+                return [[] for _ in queries]
+            conn.execute("BEGIN")
+            try:
+                try:
+                    return [conn.execute(q).fetchall() for q in queries]
+                except sqlite3.OperationalError:
+                    return [[] for _ in queries]
+            finally:
+                conn.execute("COMMIT")
+
+    async def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None

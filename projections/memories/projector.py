@@ -1,0 +1,247 @@
+"""The memories projector: `memory.*` events -> the LanceDB table `memories` (seed 2.2).
+
+One batch = one table commit: the batch is folded in memory (existing rows fetched with one
+`id IN (...)` query), new contents are embedded in ONE `embedder.embed` call (in a thread),
+the changed rows are written with one append (all new) or one `merge_insert("id")` upsert,
+and then the checkpoint file is written atomically. The checkpoint records the table version
+it corresponds to, so `digest()` reads exactly the state as of the checkpoint even while a
+batch is being written.
+
+Effectively-once: events at or before the checkpoint are dropped, and an event is skipped
+for a row whose stored `position` is already at or after it (a batch delivered again, or
+replayed over rows whose checkpoint was lost, changes nothing). After a crash between the
+rows and the checkpoint, the next writer first rolls the table back to the checkpointed
+version (`restore`), so the table is always exactly the state as of its checkpoint.
+
+Single writer per directory (`flock`); readers (`projections.memories.reader`, digests) may be anywhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import timedelta
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import structlog
+
+from events.catalogue import MemoryCommitted
+from events.envelope import Event
+from projections.core import checkpoint as checkpoint_file
+from projections.core.checkpoint import Checkpoint
+from projections.core.digest import canonical, digest_columns, vector_token
+from projections.core.errors import RebuildRequired
+from projections.core.lance import LanceTable, WriterLock, vectors_from_arrow, vectors_to_arrow
+from projections.core.lance_projection import LanceProjection
+from projections.memories.fold import fold
+from projections.memories.schema import (
+    FILTER_COLUMNS, SCALAR_COLUMNS, SCHEMA_VERSION, SEARCH_TEXT, TABLE, memories_schema, memory_id_of,
+)
+from projections.core.projector import after_checkpoint, last_position
+from projections.text.lexical import FTS_CONFIG
+
+log = structlog.get_logger(__name__)
+
+Row = dict[str, Any]
+
+
+def _digest_table(table: pa.Table) -> str:
+    """Columns in id order; floats rounded here, vectors as [model, sha256(content)]."""
+    columns: dict[str, list[Any]] = {}
+    for f in table.schema:
+        values = table.column(f.name).to_pylist()
+        columns[f.name] = [canonical(v) for v in values] if pa.types.is_floating(f.type) else values
+    columns["vector"] = [vector_token(m, c) for m, c in zip(columns["model"], columns["content"])]
+    return digest_columns(columns, canonicalize=False)
+
+
+class MemoriesProjector(LanceProjection):
+    """Folds `memory.committed` / `memory.deleted` into LanceDB under `directory` (single writer)."""
+
+    name = "memories"
+
+    def __init__(self, directory: Path, embedder: Any, *, compact_after_writes: int = 100,
+                 compact_after_rows: int = 5000, vector_index_min_rows: int = 5000, serving_indexes: bool = True,
+                 retention: timedelta = timedelta(minutes=10), memo_limit: int = 8192) -> None:
+        self.directory = Path(directory)
+        self.embedder = embedder
+        self.compact_after_writes = compact_after_writes
+        self.compact_after_rows = compact_after_rows  # rows written since the last optimize
+        self.vector_index_min_rows = vector_index_min_rows
+        self.retention = retention
+        self.memo_limit = memo_limit
+        self._schema: pa.Schema | None = None
+        # Serving indexes (filters, full text) are skipped by offline rebuilds; a live projector
+        # over the directory creates them on its first write.
+        self._table = LanceTable(self.directory, TABLE, self._lazy_schema,
+                                 bitmap_columns=FILTER_COLUMNS if serving_indexes else (),
+                                 fts_columns={SEARCH_TEXT: FTS_CONFIG} if serving_indexes else None)
+        self._lock = WriterLock(self.directory)
+        self._init_checkpointing()
+        self._writes_since_optimize = 0
+        self._rows_since_optimize = 0
+        self._memo: dict[str, np.ndarray] = {}  # content -> vector, filled by prepare()
+        self._maintained = False  # the first maintain always runs (it adds missing serving indexes)
+
+    # ------------------------------------------------------------------ identity
+
+    def _lazy_schema(self) -> pa.Schema:
+        if self._schema is None:
+            self._schema = memories_schema(int(self.embedder.dim))
+        return self._schema
+
+    def _meta(self, *, complete: bool = True) -> dict[str, Any]:
+        if not complete:  # checked before the embedding model is loaded
+            return {"model": self.embedder.model_id, "schema": SCHEMA_VERSION}
+        return {"model": self.embedder.model_id, "dim": int(self.embedder.dim), "schema": SCHEMA_VERSION}
+
+    # ------------------------------------------------------------------ fold
+
+    async def prepare(self, events: list[Event]) -> None:
+        """Embed the new contents of an upcoming batch ahead of `apply` (runner overlap)."""
+        ck = await self._current()
+        texts = [e.data.content for e in after_checkpoint(events, ck.position if ck else None)
+                 if isinstance(e.data, MemoryCommitted) and e.data.content not in self._memo]
+        unique = list(dict.fromkeys(texts))
+        if not unique:
+            return
+        vecs = await asyncio.to_thread(self.embedder.embed, unique)
+        self._memo.update(zip(unique, np.asarray(vecs, dtype=np.float32)))
+        excess = len(self._memo) - self.memo_limit
+        if excess > 0:
+            for k in list(islice(self._memo, excess)):
+                del self._memo[k]
+
+    def read_scope(self, event: Event) -> str | None:
+        """Changes to a memory (commit, correction, deprecation, feedback, forgetting, deletion) change
+        reads of its namespace; `recall.served` (which only counts) never does."""
+        if memory_id_of(event) is None:
+            return None
+        return getattr(event.data, "namespace", None) or event.ns
+
+    async def apply(self, events: list[Event]) -> None:
+        if not events:
+            return
+        await self._recover()
+        ck = await self._current()
+        fresh = after_checkpoint(events, ck.position if ck else None)
+        if not fresh:
+            return
+        started = time.perf_counter()
+        folded = [e for e in fresh if memory_id_of(e) is not None]
+        rows, upsert = await self._fold(folded) if folded else ([], False)
+        if rows:
+            await self._embed_missing(rows)
+            version: int | None = await self._table.write(self._to_arrow(rows), upsert=upsert)
+            self._writes_since_optimize += 1
+            self._rows_since_optimize += len(rows)
+        else:
+            version = ck.table_version if ck is not None else await self._table.version()
+        new = Checkpoint(self.name, last_position(fresh, ck.position if ck else None), version, self._meta())
+        await self._checkpoint(new)
+        log.debug("memories.applied", events=len(fresh), rows=len(rows), upsert=upsert,
+                  position=new.position, ms=round((time.perf_counter() - started) * 1000, 1))
+        if (self.compact_after_writes and self._writes_since_optimize >= self.compact_after_writes) or \
+                (self.compact_after_rows and self._rows_since_optimize >= self.compact_after_rows):
+            await self.maintain()
+
+    async def _fold(self, events: list[Event]) -> tuple[list[Row], bool]:
+        """Fold in memory; returns (changed rows, whether any of them already exists in the table)."""
+        ids = list(dict.fromkeys(memory_id_of(e) for e in events))
+        existing = await self._fetch(ids)  # type: ignore[arg-type]
+        work: dict[str, Row] = dict(existing)
+        changed: dict[str, None] = {}
+        for e in events:
+            mid = memory_id_of(e)
+            assert mid is not None
+            row = fold(work.get(mid), e, self.embedder.model_id)
+            if row is None:  # redelivered (at or before the row's high-water), or an unknown memory
+                continue
+            work[mid] = row
+            changed[mid] = None
+        rows = [work[m] for m in changed]
+        return rows, any(m in existing for m in changed)
+
+    async def _fetch(self, ids: list[str]) -> dict[str, Row]:
+        if not ids or not await self._table.exists():
+            return {}
+        table = await self._table.fetch_keys(ids)
+        if table.num_rows == 0:
+            return {}
+        vecs = vectors_from_arrow(table.column("vector"), int(self.embedder.dim))
+        rows = table.drop_columns(["vector"]).to_pylist()
+        for row, vec in zip(rows, vecs):
+            row["vector"] = vec
+        return {r["id"]: r for r in rows}
+
+    async def _embed_missing(self, rows: list[Row]) -> None:
+        todo = [r for r in rows if r["vector"] is None]
+        if not todo:
+            return
+        need = list(dict.fromkeys(r["content"] for r in todo if r["content"] not in self._memo))
+        fresh: dict[str, np.ndarray] = {}
+        if need:
+            vecs = np.asarray(await asyncio.to_thread(self.embedder.embed, need), dtype=np.float32)
+            if vecs.shape != (len(need), int(self.embedder.dim)):
+                raise RebuildRequired(f"embedder returned {vecs.shape}, expected ({len(need)}, {self.embedder.dim})")
+            fresh = dict(zip(need, vecs))
+        for r in todo:
+            r["vector"] = fresh[r["content"]] if r["content"] in fresh else self._memo[r["content"]]
+        for r in todo:
+            self._memo.pop(r["content"], None)
+
+    def _to_arrow(self, rows: list[Row]) -> pa.Table:
+        schema = self._lazy_schema()
+        arrays = []
+        for f in schema:
+            if f.name == "vector":
+                arrays.append(vectors_to_arrow(np.stack([r["vector"] for r in rows]), int(self.embedder.dim)))
+            else:
+                arrays.append(pa.array([r[f.name] for r in rows], type=f.type))
+        return pa.Table.from_arrays(arrays, schema=schema)
+
+    # ------------------------------------------------------------------ digest, upkeep
+
+    async def digest(self) -> str:
+        return (await self.digest_at())[0]
+
+    async def digest_at(self) -> tuple[str, str | None]:
+        """Digest of the rows as of the checkpoint (the table version it records), column-wise, and
+        that checkpoint's position: consistent however fast a live writer moves on."""
+        ck = await asyncio.to_thread(checkpoint_file.load, self.directory)
+        if ck is None or ck.table_version is None or not await self._table.exists():
+            table = memories_schema(1).empty_table().select(SCALAR_COLUMNS)
+        else:
+            table = (await self._table.scan(SCALAR_COLUMNS, ck.table_version)).sort_by("id")
+        return await asyncio.to_thread(_digest_table, table), ck.position if ck else None
+
+    async def maintain(self) -> None:
+        """Compact, refresh the indexes (creating the vector index once the table is big enough),
+        prune versions older than `retention`; the digest is unchanged."""
+        if not await self._table.exists():
+            return
+        if self._maintained and not self._writes_since_optimize:
+            return  # nothing written since the last run (e.g. only recall audits): nothing to compact
+        await self._recover()
+        ck = await self._current()
+        before = await self._table.version()
+        started = time.perf_counter()
+        if self.vector_index_min_rows:
+            await self._table.ensure_vector_index("vector", self.vector_index_min_rows)
+        stats, version = await self._table.optimize(self.retention)
+        self._writes_since_optimize = 0
+        self._rows_since_optimize = 0
+        self._maintained = True
+        await self._keep_checkpoint_after_optimize(ck, before, version)
+        log.info("memories.optimized", version=version, ms=round((time.perf_counter() - started) * 1000, 1),
+                 stats=str(stats))
+
+    async def close(self) -> None:
+        await self._table.close()
+        self._lock.release()
+        self._recovered = False
+        self._memo.clear()

@@ -1,0 +1,78 @@
+"""The memories read model: its LanceDB schema (seed 2.2, plus `search_text` and `crdt`).
+
+Rows are plain dicts keyed by column name; `vector` is a float32 numpy row, or None until the
+batch is embedded. The fold itself (events -> rows, through the CRDT record) is
+`projections.memories.fold`; every value comes from the events, never the clock.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from events.catalogue import (
+    MemoryCommitted, MemoryCorrected, MemoryDeleted, MemoryDeprecated, MemoryDownweighted, MemoryFeedback,
+    MemoryForgotten, MemoryMarkedStale, MemoryQualityDropped, MemoryQualityRecovered, MemoryValidated,
+)
+from events.envelope import Event
+
+# 2: search_text (lexical index input); 3: crdt (the CRDT record's bookkeeping);
+# 4: confidence, updated_at, quality_notice_at (derived scores, quality deadline);
+# 5: feedback as one LWW vote per agent (crdt "v"; useful/not_useful counts and quality derived from it)
+SCHEMA_VERSION = 5
+TABLE = "memories"
+SEARCH_TEXT = "search_text"  # projections.text.lexical.index_text(content), under a BM25 full-text index
+FILTER_COLUMNS = ("namespace", "is_deleted")  # every recall prefilters on these: Bitmap-indexed
+
+
+def memories_schema(dim: int) -> pa.Schema:
+    return pa.schema([
+        ("id", pa.string()),
+        ("content", pa.string()),
+        (SEARCH_TEXT, pa.string()),
+        ("vector", pa.list_(pa.float32(), dim)),
+        ("model", pa.string()),
+        ("category", pa.string()),
+        ("decay_class", pa.string()),
+        ("kind", pa.string()),
+        ("namespace", pa.string()),
+        ("agent_id", pa.string()),
+        ("tier", pa.string()),
+        ("importance", pa.float32()),
+        ("quality_score", pa.float32()),
+        ("freshness", pa.string()),
+        ("recall_count", pa.int32()),
+        ("useful_count", pa.int32()),       # agents whose latest vote is useful (one vote per agent)
+        ("not_useful_count", pa.int32()),   # agents whose latest vote is not useful
+        ("version", pa.int32()),
+        ("version_history", pa.string()),
+        ("source", pa.string()),
+        ("tags", pa.list_(pa.string())),
+        ("volatile_flag", pa.bool_()),
+        ("timestamp", pa.string()),
+        ("last_recalled_at", pa.string()),
+        ("is_deleted", pa.bool_()),
+        ("depends_on", pa.string()),
+        ("derived_from", pa.string()),
+        ("position", pa.string()),
+        ("status", pa.string()),   # active | deprecated
+        ("confidence", pa.float32()),   # source trust + PassiveValidator gains, <= 1.0
+        ("updated_at", pa.string()),    # ISO time of the latest content version (commit/correction)
+        ("quality_notice_at", pa.string()),  # ISO time of the open quality.dropped notice, or ""
+        ("crdt", pa.string()),   # JSON: stamps, per-origin counters, votes, high-water (projections.memories.fold)
+    ])
+
+
+COLUMNS: tuple[str, ...] = tuple(memories_schema(1).names)
+SCALAR_COLUMNS: list[str] = [c for c in COLUMNS if c != "vector"]
+
+
+MEMORY_EVENTS = (MemoryCommitted, MemoryDeleted, MemoryCorrected, MemoryDeprecated, MemoryFeedback, MemoryForgotten,
+                 MemoryMarkedStale, MemoryQualityDropped, MemoryQualityRecovered, MemoryDownweighted, MemoryValidated)
+
+
+def memory_id_of(event: Event) -> str | None:
+    """The memory a folded event touches; None for types this projection does not fold."""
+    if isinstance(event.data, MEMORY_EVENTS):
+        return event.data.memory_id
+    return None
+

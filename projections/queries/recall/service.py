@@ -1,0 +1,373 @@
+"""Recall (seed 2.6): encode -> dense ANN + full-text (namespace prefilter, top `pool` each)
+-> fusion -> optional rerank -> relevance floor -> MMR -> shared fallback -> annotations.
+
+- Source: the serving index (`projections.serving.index`, in memory, up to the projection's
+  checkpoint); LanceDB itself while that index loads.
+- Dense: cosine over the memories' vectors (exact, or IVF once a namespace is big).
+- Lexical: BM25 over `search_text` (`projections.text.lexical`: Chinese-aware terms), the query
+  expanded with the synonyms projection; `context` > 0 lets each memory borrow from the
+  scores of the memories committed just before and after it (same agent, same session).
+- Fusion: `projections.queries.recall.fusion.fuse` (an absolute score in [0, 1] from calibrated cosine and
+  saturated BM25 evidence; measured to beat RRF on LoCoMo), so `min_score` is a relevance floor
+  comparable across queries; `similarity` (the raw cosine) is reported beside it.
+- Rerank: only when a reranker is configured (the bge-reranker HTTP provider, or the local e5
+  one by opt-in); its score replaces the fused one for the top `rerank_top` candidates.
+- Standing (`projections.memories.scores`): each candidate's score is scaled by its importance, quality
+  and decay at the clock's now (`importance_weight`, 0 = relevance only): low-quality and
+  long-idle memories sink, useful and often recalled ones rise; stale ones are marked.
+- MMR: `diversity` 0..1 (0 = relevance order).
+- Shared fallback (plan E4.2): when the request narrows to a private namespace and fewer than
+  3 results pass, up to 5 `shared` hits are appended with their score x 0.5, marked.
+- Graph expansion (plan E1): when fewer than 5 results pass, the memories one hop from the hits
+  in the knowledge graph (DEPENDS_ON, CO_OCCURS, a shared entity) are added, marked, with the
+  score of the hit they came from x the edge weight x 0.5; `prefetch` lists the CO_OCCURS
+  partners (weight > 0.6) of the top 3 results.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from events.clock import SystemClock
+from projections.core.errors import InvalidQuery
+from projections.queries.recall.fusion import DEFAULT, FusionParams, fuse
+from projections.queries.recall.mmr import DEFAULT_DIVERSITY, mmr
+from projections.memories.reader import MAX_LIMIT, MemoriesReader, valid_namespaces
+from projections.memories.scores import DEFAULT_RANK_WEIGHT, Scores, ranked_score, scores_of
+from projections.text.lexical import index_text, query_text
+
+SHARED = "shared"
+FALLBACK_BELOW = 3     # E4.2: fewer results than this in a private namespace -> add shared ones
+FALLBACK_COUNT = 5
+FALLBACK_FACTOR = 0.5
+GRAPH_EXPAND_BELOW = 5   # plan E1: fewer results than this -> expand one hop through the graph
+GRAPH_FACTOR = 0.5
+#: Weight of a memory's context neighbours in its lexical score (`projections.serving.index`):
+#: tuned on LoCoMo conv-26/30, where it is worth ~7 points of recall@5 (a question's answer is
+#: often the turn after the one it matches); 0 turns it off.
+DEFAULT_CONTEXT = 0.6
+
+
+@dataclass(frozen=True, slots=True)
+class RecallRequest:
+    query: str
+    namespaces: list[str]
+    top_k: int = 10
+    min_score: float | None = None
+    diversity: float = DEFAULT_DIVERSITY
+    shared_fallback: bool = False
+    context: float = DEFAULT_CONTEXT
+    importance_weight: float = DEFAULT_RANK_WEIGHT
+
+    def validated(self) -> "RecallRequest":
+        if not isinstance(self.query, str) or not self.query.strip():
+            raise InvalidQuery("query must be a non-empty string")
+        if not 0 < self.top_k <= MAX_LIMIT:
+            raise InvalidQuery(f"top_k must be in 1..{MAX_LIMIT}, got {self.top_k}")
+        if self.min_score is not None and not -1.0 <= self.min_score <= 1.0:
+            raise InvalidQuery(f"min_score must be in [-1, 1], got {self.min_score}")
+        if not 0.0 <= self.diversity <= 1.0:
+            raise InvalidQuery(f"diversity must be in [0, 1], got {self.diversity}")
+        if not 0.0 <= self.context <= 1.0:
+            raise InvalidQuery(f"context must be in [0, 1], got {self.context}")
+        if not 0.0 <= self.importance_weight <= 1.0:
+            raise InvalidQuery(f"importance_weight must be in [0, 1], got {self.importance_weight}")
+        return RecallRequest(self.query, valid_namespaces(self.namespaces), self.top_k, self.min_score,
+                             self.diversity, self.shared_fallback, self.context, self.importance_weight)
+
+
+@dataclass(frozen=True, slots=True)
+class RecallHit:
+    memory_id: str
+    content: str
+    score: float
+    namespace: str
+    category: str
+    tags: list[str] = field(default_factory=list)
+    source: str = ""
+    version: int = 1
+    timestamp: str = ""
+    freshness: str = "fresh"
+    similarity: float = 0.0
+    fallback: bool = False
+    warnings: tuple[str, ...] = ()
+    importance: float = 1.0
+    quality_score: float = 0.5
+    confidence: float = 0.5
+    expansion: str = ""          # "graph" when added by graph expansion
+    via: str = ""                # the hit it was reached from, and how
+
+
+@dataclass(slots=True)
+class Candidate:
+    row: dict[str, Any]
+    vector: np.ndarray
+    score: float
+    similarity: float
+    fallback: bool = False
+    scores: Scores | None = None
+    via: str = ""
+
+    def hit(self) -> RecallHit:
+        r = self.row
+        s = self.scores
+        freshness = s.freshness if s is not None else r.get("freshness", "fresh")
+        warnings = []
+        if freshness == "stale":
+            warnings.append("stale: this memory may be outdated; verify before relying on it")
+        if r.get("volatile_flag"):
+            warnings.append("volatile: corrected repeatedly; check what triggers its changes")
+        if r.get("quality_notice_at"):
+            warnings.append("low_quality: agents found it unhelpful; needs review")
+        if r.get("status") == "deprecated":
+            warnings.append("deprecated: marked outdated; the next forget run removes it")
+        return RecallHit(memory_id=r["id"], content=r["content"], score=float(self.score), namespace=r["namespace"],
+                         category=r["category"], tags=list(r.get("tags") or []), source=r.get("source", ""),
+                         version=int(r.get("version", 1)), timestamp=r.get("timestamp", ""),
+                         freshness=freshness, similarity=float(self.similarity),
+                         fallback=self.fallback, warnings=tuple(warnings),
+                         importance=s.importance if s is not None else 1.0,
+                         quality_score=s.quality if s is not None else 0.5,
+                         confidence=s.confidence if s is not None else 0.5,
+                         expansion="graph" if self.via else "", via=self.via)
+
+
+class QueryVectors:
+    """Query text -> vector, with a small in-memory LRU and micro-batching.
+
+    Queries bypass the persistent embedding cache (it holds memory contents, which is what makes
+    replays fast; one-off query strings would only bloat it and cost a disk write per recall).
+    Concurrent recalls share embedding calls: queries that arrive while one call runs are embedded
+    together in the next (USE costs ~3 ms for one query, ~0.9 ms each in a batch of 16), and one
+    worker thread at a time keeps the model from competing with the event loop for the GIL.
+    """
+
+    def __init__(self, embedder: Any, capacity: int = 2048, max_batch: int = 32) -> None:
+        self.embedder = getattr(embedder, "inner", embedder)  # CachedEmbedder -> the model itself
+        self.capacity = capacity
+        self.max_batch = max_batch
+        self._lru: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._pending: dict[str, asyncio.Future] = {}
+        self._worker: asyncio.Task | None = None
+
+    @property
+    def model_id(self) -> str:
+        return str(getattr(self.embedder, "model_id", "unknown"))
+
+    async def vector(self, query: str) -> np.ndarray:
+        hit = self._lru.get(query)
+        if hit is not None:
+            self._lru.move_to_end(query)
+            return hit
+        fut = self._pending.get(query)
+        if fut is None:
+            fut = self._pending[query] = asyncio.get_running_loop().create_future()
+            if self._worker is None or self._worker.done():
+                self._worker = asyncio.create_task(self._drain(), name="query_vectors:embed")
+        return await asyncio.shield(fut)  # a cancelled recall must not cancel its batch-mates
+
+    async def _drain(self) -> None:
+        while self._pending:
+            batch = dict(list(self._pending.items())[: self.max_batch])
+            for q in batch:
+                del self._pending[q]
+            try:
+                vecs = np.asarray(await asyncio.to_thread(self.embedder.embed, list(batch)), dtype=np.float32)
+            except BaseException as exc:  # noqa: BLE001 - every waiter of this batch gets the error
+                for fut in batch.values():
+                    if not fut.done():
+                        fut.set_exception(exc if isinstance(exc, Exception) else RuntimeError("embedding cancelled"))
+                if not isinstance(exc, Exception):
+                    raise
+                continue
+            for (q, fut), vec in zip(batch.items(), vecs):
+                self._lru[q] = vec
+                if not fut.done():
+                    fut.set_result(vec)
+            while len(self._lru) > self.capacity:
+                self._lru.popitem(last=False)
+
+
+class RecallService:
+    def __init__(self, reader: MemoriesReader, embedder: Any, *, synonyms: Any = None, reranker: Any = None,
+                 fusion: FusionParams = DEFAULT, rerank_top: int = 20, index: Any = None, activity: Any = None,
+                 clock: Any = None, graph: Any = None, query_embedder: Any = None, partners: Any = None) -> None:
+        self.reader = reader
+        self.index = index            # projections.serving.index.ServingIndex, or None: LanceDB only
+        # queries may have their own embedder (the same model in a child process: gateway.process.runtime)
+        self.queries = QueryVectors(query_embedder if query_embedder is not None else embedder)
+        self.synonyms = synonyms      # .expansions(query, namespaces) -> list[str]
+        self.reranker = reranker      # projections.models.rerank.Reranker or None
+        self.fusion = fusion
+        self.rerank_top = rerank_top
+        self.activity = activity      # .recalls(ids): queries.activity.RecallCounts (in memory) or ActivityReader
+        self.clock = clock or SystemClock()   # events.clock.Clock: `now` of the derived scores
+        self.graph = graph            # projections.graph.reader.GraphReader: expansion, prefetch
+        self.partners = partners      # projections.serving.prefetch.PrefetchPartners: prefetch in memory
+
+    @property
+    def fingerprint(self) -> str:
+        """What the answers depend on besides the data (part of search-cache keys)."""
+        rr = getattr(self.reranker, "model_id", "none") if self.reranker is not None else "none"
+        bm25 = getattr(self.index, "bm25", "lancedb")
+        return f"v3|{self.queries.model_id}|{self.fusion}|{bm25}|{rr}|{self.rerank_top}"
+
+    async def recall(self, req: RecallRequest) -> list[RecallHit]:
+        req = req.validated()
+        if not req.namespaces:
+            return []
+        source = await self._source()
+        lexical = asyncio.ensure_future(self._lexical(source, req, req.namespaces))  # overlaps the embedding
+        try:
+            vector = await self.queries.vector(req.query)
+        except BaseException:
+            lexical.cancel()
+            raise
+        ranked = await self._ranked(source, req, vector, req.namespaces, self._needed(req), lexical)
+        chosen = self._diversify(ranked, req.top_k, req.diversity)
+        if req.shared_fallback and len(chosen) < FALLBACK_BELOW and SHARED not in req.namespaces:
+            chosen += await self._fallback(source, req, vector, {c.row["id"] for c in chosen})
+        if self.graph is not None and chosen and len(chosen) < min(GRAPH_EXPAND_BELOW, req.top_k):
+            chosen += await self._expand(source, req, chosen)
+        return [c.hit() for c in chosen[: req.top_k]]
+
+    async def _expand(self, source: Any, req: RecallRequest, chosen: list[Candidate]) -> list[Candidate]:
+        """One hop through the knowledge graph from the hits (plan E1)."""
+        by_id = {c.row["id"]: c for c in chosen}
+        near = await asyncio.to_thread(self.graph.neighbours, list(by_id), req.namespaces,
+                                       req.top_k - len(chosen))
+        if not near:
+            return []
+        rows = await source.arows([n.memory_id for n in near], vectors=True)
+        out = []
+        for n in near:
+            row = rows.get(n.memory_id)
+            if row is None or row.get("namespace") not in req.namespaces:
+                continue
+            vec = row.pop("vector")
+            how = f"{n.relation}:{n.entity}" if n.entity else n.relation
+            out.append(Candidate(row, vec, by_id[n.via].score * n.weight * GRAPH_FACTOR, 0.0,
+                                 via=f"{n.via} ({how})"))
+        return self._stand(out, 0.0)
+
+    async def prefetch(self, memory_ids: list[str], namespaces: list[str], limit: int = 5) -> list[dict[str, Any]]:
+        """CO_OCCURS partners (weight > 0.6) of the results: what the agent will likely ask next."""
+        if self.graph is None or not memory_ids:
+            return []
+        near = self.partners.prefetch(memory_ids, namespaces, limit=limit) if self.partners is not None else None
+        if near is None:  # not loaded yet: on the loop, indexed lookups cost less than a thread hop under load
+            near = self.graph.prefetch(memory_ids, namespaces, limit=limit)
+        if not near:
+            return []
+        source = await self._source()
+        rows = await source.arows([n.memory_id for n in near])
+        readable = set(namespaces)
+        return [{"memory_id": n.memory_id, "content": row["content"], "namespace": row["namespace"],
+                 "weight": round(n.weight, 6), "with": n.via}
+                for n in near if (row := rows.get(n.memory_id)) is not None and row["namespace"] in readable]
+
+    def _needed(self, req: RecallRequest) -> int:
+        """How many fused candidates to materialise: MMR wants a choice, rerank its head."""
+        need = req.top_k if req.diversity == 0.0 else max(2 * req.top_k, 20)
+        if self.reranker is not None:
+            need = max(need, self.rerank_top)
+        return min(need, self.fusion.pool * 2)
+
+    async def _source(self) -> Any:
+        """The serving index once it is loaded and up to the projection's checkpoint, else LanceDB."""
+        if self.index is not None and await self.index.refresh():
+            return self.index
+        return self.reader
+
+    async def _lexical(self, source: Any, req: RecallRequest, namespaces: list[str]) -> list[tuple[str, float]]:
+        return await source.alexical(self._lexical_query(req.query, namespaces), namespaces, self.fusion.pool,
+                                     context=req.context)
+
+    async def _ranked(self, source: Any, req: RecallRequest, vector: np.ndarray, namespaces: list[str], need: int,
+                      lexical_task: "asyncio.Future[list[tuple[str, float]]] | None" = None) -> list[Candidate]:
+        lexical_task = lexical_task or asyncio.ensure_future(self._lexical(source, req, namespaces))
+        dense, lexical = await asyncio.gather(source.adense(vector, namespaces, self.fusion.pool), lexical_task)
+        fused = fuse(dense, lexical, params=self.fusion)
+        if self.reranker is None and req.min_score is not None:
+            fused = [f for f in fused if f[1] >= req.min_score]
+        head = fused[:need]
+        rows = await source.arows([mid for mid, _ in head], vectors=True)
+        cosine = dict(dense)
+        out = []
+        for mid, score in head:
+            row = rows.get(mid)
+            if row is None:  # deleted between the search and the fetch
+                continue
+            vec = row.pop("vector")
+            sim = cosine.get(mid)
+            out.append(Candidate(row, vec, score, float(np.clip(vec @ vector, -1.0, 1.0)) if sim is None else sim))
+        if self.reranker is not None and out:
+            out = await self._rerank(req.query, out)
+            if req.min_score is not None:
+                out = [c for c in out if c.score >= req.min_score]
+        return self._stand(out, req.importance_weight)
+
+    def _stand(self, cands: list[Candidate], weight: float) -> list[Candidate]:
+        """Derived scores of each candidate at now; the score scaled by its standing, re-sorted."""
+        if not cands:
+            return cands
+        now = self.clock.now_ms()
+        recalls = self.activity.recalls([c.row["id"] for c in cands]) if self.activity is not None else {}
+        for c in cands:
+            count, last = recalls.get(c.row["id"], (0, ""))
+            c.scores = scores_of(c.row, now, count, last)
+            if weight:
+                c.score = ranked_score(c.score, c.scores.standing, weight)
+        if weight:
+            cands.sort(key=lambda c: (-c.score, c.row["id"]))
+        return cands
+
+    def _lexical_query(self, query: str, namespaces: list[str]) -> str:
+        text = query_text(query)
+        if self.synonyms is None:
+            return text
+        extra = [index_text(term) for term in self.synonyms.expansions(query, namespaces)]
+        return " ".join([text, *extra]).strip()
+
+    async def _rerank(self, query: str, cands: list[Candidate]) -> list[Candidate]:
+        head, tail = cands[: self.rerank_top], cands[self.rerank_top:]
+        scores = await self.reranker.rerank(query, [c.row["content"] for c in head])
+        for c, s in zip(head, scores):
+            c.score = float(s)
+        head.sort(key=lambda c: (-c.score, c.row["id"]))
+        floor = head[-1].score if head else 0.0
+        for c in tail:  # keep the reranked head above the unreranked tail
+            c.score = min(c.score, floor)
+        return head + tail
+
+    @staticmethod
+    def _diversify(cands: list[Candidate], k: int, diversity: float) -> list[Candidate]:
+        if not cands:
+            return []
+        if diversity == 0.0:
+            return cands[:k]
+        scores = np.array([c.score for c in cands], dtype=np.float32)
+        span = float(scores.max() - scores.min())
+        # MMR trades relevance against novelty on one scale: spread this query's absolute scores over
+        # [0, 1] first, or the novelty term dominates (measured on LoCoMo: recall@5 44.5 -> 52+ at 0.5).
+        relevance = (scores - scores.min()) / span if span > 0 else np.ones_like(scores)
+        order = mmr(relevance, np.stack([c.vector for c in cands]), k, diversity)
+        return [cands[i] for i in order]
+
+    async def _fallback(self, source: Any, req: RecallRequest, vector: np.ndarray, seen: set[str]) -> list[Candidate]:
+        shared = await self._ranked(source, req, vector, [SHARED], FALLBACK_COUNT + len(seen))
+        out = []
+        for c in shared:
+            if c.row["id"] in seen:
+                continue
+            c.score *= FALLBACK_FACTOR
+            c.fallback = True
+            out.append(c)
+            if len(out) == FALLBACK_COUNT:
+                break
+        return out

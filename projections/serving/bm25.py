@@ -1,0 +1,162 @@
+"""An in-memory BM25 index over one namespace's memories (the serving index's lexical half).
+
+Documents are lists of analysed terms (:func:`projections.text.lexical.terms`), identified by the
+integer slots the owner assigns. Scoring is Lucene's BM25::
+
+    idf(t)   = ln(1 + (N - df + 0.5) / (df + 0.5))
+    score(d) = sum over query terms t of  idf(t) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * |d| / avgdl))
+
+with N, df and avgdl over the live documents of this index only, so one namespace's scores
+never depend on what other agents stored. A query term repeated counts that many times.
+
+Postings are append-only arrays (slot, tf); removing a document drops it from the statistics
+at once and from the postings when the owner rebuilds the index. The owner passes the mask
+of live slots to :meth:`search`, so a removed document never comes back.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections import Counter, OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+
+from projections.serving.topk import top_hits
+
+__all__ = ["BM25Params", "LexicalIndex"]
+
+#: A term in more than this share of the slots is added to the scores as one dense row (its
+#: impacts laid out by slot, zeros elsewhere): a contiguous multiply-add over N floats beats
+#: scattering df of them from about df > N/10 (at 67k slots: 17 us against 64 us at df 20k).
+DENSE_SHARE = 0.1
+DENSE_MIN_SLOTS = 4096
+DENSE_BUDGET_BYTES = 32 << 20     # per index: the dense rows kept, least recently used dropped first
+
+
+@dataclass(frozen=True, slots=True)
+class BM25Params:
+    """Tuned on LoCoMo conv-26/30 (short memories: a low k1 saturates term frequency early, a low
+    b penalises length less): k1 0.5, b 0.5 beat Lucene's 1.2 / 0.75 by ~2 points of recall@5."""
+
+    k1: float = 0.5
+    b: float = 0.5
+
+    def __post_init__(self) -> None:
+        if self.k1 < 0 or not 0.0 <= self.b <= 1.0:
+            raise ValueError("BM25 needs k1 >= 0 and 0 <= b <= 1")
+
+
+class LexicalIndex:
+    def __init__(self, params: BM25Params = BM25Params()) -> None:
+        self.params = params
+        self._postings: dict[str, tuple[array, array]] = {}   # term -> (slots 'l', tfs 'f')
+        self._df: Counter[str] = Counter()
+        self._doc_terms: dict[int, Counter[str]] = {}           # live slot -> its term counts
+        self._doc_len = array("f")                              # by slot; 0 once removed
+        self._total_len = 0
+        # term -> (postings length, avgdl, N) it was computed at, and each posting's BM25 part
+        # tf * (k1 + 1) / (tf + k1 * (1 - b + b * |d| / avgdl)): reused until the index changes
+        self._impacts: dict[str, tuple[int, float, int, np.ndarray]] = {}
+        self._dense: OrderedDict[str, tuple[tuple[int, float, int, int], np.ndarray]] = OrderedDict()
+        self._dense_bytes = 0
+
+    def __len__(self) -> int:
+        return len(self._doc_terms)
+
+    def add(self, slot: int, terms: list[str]) -> None:
+        if slot in self._doc_terms:
+            raise ValueError(f"slot {slot} is already indexed")
+        counts = Counter(terms)
+        for term, tf in counts.items():
+            slots, tfs = self._postings.get(term) or self._postings.setdefault(term, (array("l"), array("f")))
+            slots.append(slot)
+            tfs.append(float(tf))
+            self._df[term] += 1
+        if slot >= len(self._doc_len):
+            self._doc_len.extend([0.0] * (slot + 1 - len(self._doc_len)))
+        self._doc_len[slot] = float(len(terms))
+        self._doc_terms[slot] = counts
+        self._total_len += len(terms)
+
+    def remove(self, slot: int) -> None:
+        counts = self._doc_terms.pop(slot, None)
+        if counts is None:
+            return
+        for term in counts:
+            self._df[term] -= 1
+            if self._df[term] <= 0:
+                del self._df[term]
+        self._total_len -= int(self._doc_len[slot])
+        self._doc_len[slot] = 0.0
+
+    def df(self, term: str) -> int:
+        return self._df.get(term, 0)
+
+    def scores(self, terms: list[str]) -> np.ndarray | None:
+        """BM25 of every slot (0 where no term matches; removed slots may hold stale values: mask
+        them), or None when no query term is indexed."""
+        n = len(self._doc_terms)
+        if n == 0 or not terms:
+            return None
+        k1, b = self.params.k1, self.params.b
+        avgdl = self._total_len / n if self._total_len > 0 else 1.0
+        doc_len = np.frombuffer(self._doc_len, dtype=np.float32)
+        scores = np.zeros(len(doc_len), dtype=np.float32)
+        touched = False
+        for term, qtf in Counter(terms).items():
+            df = self._df.get(term, 0)
+            if df == 0:
+                continue
+            raw_slots, raw_tfs = self._postings[term]
+            slots = np.frombuffer(raw_slots, dtype=np.int64)
+            idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+            cached = self._impacts.get(term)
+            if cached is not None and cached[0] == len(raw_slots) and cached[1] == avgdl and cached[2] == n:
+                impact = cached[3]
+            else:
+                tfs = np.frombuffer(raw_tfs, dtype=np.float32)
+                norm = k1 * (1.0 - b + b * doc_len[slots] / avgdl)
+                impact = tfs * (k1 + 1.0) / (tfs + norm)
+                self._impacts[term] = (len(raw_slots), avgdl, n, impact)
+            if len(slots) > DENSE_SHARE * len(doc_len) and len(doc_len) >= DENSE_MIN_SLOTS:
+                dense = self._dense_row(term, (len(raw_slots), avgdl, n, len(doc_len)), slots, impact)
+                if touched:
+                    scores += dense * (qtf * idf)
+                else:
+                    np.multiply(dense, qtf * idf, out=scores)
+            else:
+                scores[slots] += (qtf * idf) * impact  # slots are unique per term
+            touched = True
+        return scores if touched else None
+
+    def _dense_row(self, term: str, key: tuple[int, float, int, int], slots: np.ndarray,
+                   impact: np.ndarray) -> np.ndarray:
+        """`impact` laid out by slot (see DENSE_SHARE), cached while the index is unchanged."""
+        cached = self._dense.get(term)
+        if cached is not None and cached[0] == key:
+            self._dense.move_to_end(term)
+            return cached[1]
+        if cached is not None:
+            self._dense_bytes -= cached[1].nbytes
+            del self._dense[term]
+        row = np.zeros(key[3], dtype=np.float32)
+        row[slots] = impact
+        self._dense[term] = (key, row)
+        self._dense_bytes += row.nbytes
+        while self._dense_bytes > DENSE_BUDGET_BYTES and len(self._dense) > 1:
+            _, (_, dropped) = self._dense.popitem(last=False)
+            self._dense_bytes -= dropped.nbytes
+        return row
+
+    def search(self, terms: list[str], k: int, live: np.ndarray) -> list[tuple[int, float]]:
+        """The `k` best (slot, score) among slots where `live` is true, best first (ties by slot)."""
+        scores = self.scores(terms)
+        if scores is None or k <= 0:
+            return []
+        m = min(len(scores), len(live))
+        scores[:m][~live[:m]] = 0.0
+        scores[m:] = 0.0
+        return top_hits(None, scores, k)
+

@@ -1,0 +1,212 @@
+"""In-memory cosine search over one namespace's vectors (the serving index's dense half).
+
+The owner keeps the vectors (unit length, one row per slot) and a mask of live slots; this
+module decides how to search them:
+
+* exact: one matrix-vector product over every slot — below :attr:`IvfParams.min_rows` rows
+  (about 1 ms at 10k x 512);
+* IVF-flat above it: spherical k-means partitions the rows into ~sqrt(N) lists, stored
+  contiguously; a query scores the centroids, scans the nearest lists until they cover
+  :attr:`IvfParams.scan_fraction` of the rows (at least :attr:`IvfParams.min_probe` lists), and
+  scans exactly the rows added since the partitioning. A new partitioning is trained, off the
+  event loop, when the rows added since the last one exceed :attr:`IvfParams.rebuild_growth`
+  of it.
+* reduced scan: the scan is memory-bound (at 67k x 512 float32, 6% of the rows is 8 MB per
+  query), so when a few principal components hold :attr:`IvfParams.reduce_variance` of the
+  variance (sentence embeddings of real text: 128 of USE's 512 dims hold 86% on LoCoMo), the
+  lists are scanned in that many dimensions and the best :attr:`IvfParams.rerank` candidates
+  re-scored with the full vectors: 1.27 -> 0.48 ms at 67k, the same recall@10 against exact
+  search (LoCoMo turns: 1.000 for 128 dims and 200 candidates). Data without such structure
+  (isotropic noise) keeps the full-vector scan.
+
+Training is deterministic (evenly spaced initial centroids, a fixed number of rounds), so the
+same rows always give the same lists. recall@10 against the exact search is measured by
+`tests/bench/recall.py`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from projections.serving.topk import top_hits
+
+__all__ = ["Ivf", "IvfParams", "exact_top", "train_ivf"]
+
+
+@dataclass(frozen=True, slots=True)
+class IvfParams:
+    min_rows: int = 10_000        # partition once a namespace holds this many live rows
+    scan_fraction: float = 0.06   # share of the rows a query scans (plus the unpartitioned tail)
+    min_probe: int = 8
+    rebuild_growth: float = 0.15  # retrain once the tail exceeds this share of the partitioned rows
+    train_sample: int = 64        # training rows per list (a sample keeps training ~1 s at 100k)
+    rounds: int = 8
+    reduce_variance: float = 0.85  # scan in the fewest REDUCED_DIMS holding this share of variance (0: off)
+    rerank: int = 200             # coarse candidates re-scored with full vectors (at least 4 x k)
+
+
+#: Dimensions the reduced scan may use; only those below half the vectors' own count pay off.
+REDUCED_DIMS = (64, 128, 192, 256)
+
+
+def exact_top(vectors: np.ndarray, query: np.ndarray, k: int, live: np.ndarray,
+              slots: np.ndarray | None = None) -> list[tuple[int, float]]:
+    """Best `k` (slot, cosine) among `slots` (default: every row of `vectors`), live ones only."""
+    if slots is None:
+        n = min(len(vectors), len(live))
+        scores = vectors[:n] @ query
+        ok = live[:n]
+        idx = np.flatnonzero(ok)
+        scores, cand = scores[idx], idx
+    else:
+        slots = slots[live[slots]]
+        scores, cand = vectors[slots] @ query, slots
+    return top_hits(cand, scores, k)
+
+
+@dataclass(slots=True)
+class Ivf:
+    """A partitioning of the slots [0, covered): lists stored contiguously for scanning."""
+
+    centroids: np.ndarray         # (nlist, dim), unit length
+    offsets: np.ndarray           # (nlist + 1,) into `order` / `packed`
+    order: np.ndarray             # slots, grouped by list
+    packed: np.ndarray            # vectors[order]: each list is one contiguous block
+    covered: int                  # slots below this were partitioned
+    basis: np.ndarray | None = None     # (dim, d) principal axes of the reduced scan; None: full vectors
+    center: np.ndarray | None = None    # (dim,) the mean they were taken around
+    reduced: np.ndarray | None = None   # (packed - center) @ basis, in `packed`'s order
+    tail: np.ndarray | None = None      # the same for slots covered.. (grown as rows are added)
+    tail_rows: int = 0
+
+    def search(self, vectors: np.ndarray, size: int, query: np.ndarray, k: int, live: np.ndarray,
+               params: IvfParams) -> list[tuple[int, float]]:
+        nlist = len(self.centroids)
+        lists = np.argsort(-(self.centroids @ query), kind="stable")
+        want = max(params.scan_fraction * len(self.order), 1.0)
+        sizes = np.diff(self.offsets)[lists]
+        probe = max(int(np.searchsorted(np.cumsum(sizes), want)) + 1, min(params.min_probe, nlist))
+        ranges = [(int(self.offsets[li]), int(self.offsets[li + 1])) for li in lists[:probe]]
+        ranges = [(lo, hi) for lo, hi in ranges if hi > lo]
+        if self.reduced is not None:
+            cand, scores = self._reduced_scan(ranges, vectors, size, query, max(params.rerank, 4 * k), live)
+            return top_hits(cand, scores, k)
+        cand_parts, score_parts = [], []
+        for lo, hi in ranges:
+            cand_parts.append(self.order[lo:hi])
+            score_parts.append(self.packed[lo:hi] @ query)
+        if size > self.covered:  # rows added since the partitioning: scanned exactly
+            tail = np.arange(self.covered, size)
+            cand_parts.append(tail)
+            score_parts.append(vectors[self.covered:size] @ query)
+        if not cand_parts:
+            return []
+        cand = np.concatenate(cand_parts)
+        scores = np.concatenate(score_parts)
+        ok = live[cand]
+        return top_hits(cand[ok], scores[ok], k)
+
+    def _reduced_scan(self, ranges: list[tuple[int, int]], vectors: np.ndarray, size: int, query: np.ndarray,
+                      rerank: int, live: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The probed lists and the tail scanned in the reduced space; the best `rerank` live
+        rows re-scored with the full vectors. (q . v = q . center + q . (v - center): the first
+        term is the same for every row, so the reduced scores rank like the full ones.)"""
+        assert self.reduced is not None and self.basis is not None
+        q = query @ self.basis
+        slots = [self.order[lo:hi] for lo, hi in ranges]
+        coarse = [self.reduced[lo:hi] @ q for lo, hi in ranges]
+        if size > self.covered:
+            slots.append(np.arange(self.covered, size))
+            coarse.append(self._tail(vectors, size) @ q)
+        if not slots:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        cand, scores = np.concatenate(slots), np.concatenate(coarse)
+        ok = live[cand]
+        cand, scores = cand[ok], scores[ok]
+        if len(cand) > rerank:
+            cand = cand[np.argpartition(-scores, rerank - 1)[:rerank]]
+        return cand, vectors[cand] @ query
+
+    def _tail(self, vectors: np.ndarray, size: int) -> np.ndarray:
+        """Reduced rows of slots covered..size, projecting only the rows added since last time
+        (rows below a partition's size never change); capacity doubles as it grows."""
+        assert self.basis is not None and self.center is not None
+        want = size - self.covered
+        if want > self.tail_rows:
+            if self.tail is None or len(self.tail) < want:
+                grown = np.empty((max(want, 2 * (len(self.tail) if self.tail is not None else 0), 256),
+                                  self.basis.shape[1]), dtype=np.float32)
+                grown[:self.tail_rows] = self.tail[:self.tail_rows] if self.tail is not None else grown[:0]
+                self.tail = grown
+            lo = self.covered + self.tail_rows
+            self.tail[self.tail_rows:want] = (vectors[lo:size] - self.center) @ self.basis
+            self.tail_rows = want
+        assert self.tail is not None
+        return self.tail[:want]
+
+    def stale(self, size: int, params: IvfParams) -> bool:
+        return (size - self.covered) > params.rebuild_growth * max(self.covered, 1)
+
+
+def _normalised(m: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return m / norms
+
+
+def train_ivf(vectors: np.ndarray, live: np.ndarray, params: IvfParams) -> Ivf:
+    """Partition the live rows of `vectors` (a snapshot: the caller must not mutate them meanwhile)."""
+    covered = len(vectors)
+    slots = np.flatnonzero(live[:covered])
+    n = len(slots)
+    nlist = max(1, int(round(math.sqrt(n))))
+    sample_n = min(n, nlist * params.train_sample)
+    sample = vectors[slots[np.linspace(0, n - 1, sample_n).astype(np.int64)]] if n else vectors[:0]
+    centroids = sample[np.linspace(0, len(sample) - 1, nlist).astype(np.int64)].copy() if n else sample
+    for _ in range(params.rounds if n else 0):
+        assign = np.argmax(sample @ centroids.T, axis=1)
+        sums = np.zeros_like(centroids)
+        np.add.at(sums, assign, sample)
+        counts = np.bincount(assign, minlength=nlist)
+        empty = counts == 0
+        sums[empty] = centroids[empty]  # an empty list keeps its centroid
+        centroids = _normalised(sums)
+    assign = np.empty(n, dtype=np.int64)
+    for lo in range(0, n, 8192):
+        assign[lo:lo + 8192] = np.argmax(vectors[slots[lo:lo + 8192]] @ centroids.T, axis=1)
+    by_list = np.argsort(assign, kind="stable")
+    order = slots[by_list]
+    offsets = np.zeros(nlist + 1, dtype=np.int64)
+    np.cumsum(np.bincount(assign, minlength=nlist), out=offsets[1:])
+    packed = np.ascontiguousarray(vectors[order])
+    ivf = Ivf(centroids=centroids.astype(np.float32), offsets=offsets, order=order, packed=packed, covered=covered)
+    axes = _principal_axes(sample, params.reduce_variance)
+    if axes is not None:
+        ivf.center, ivf.basis = axes
+        ivf.reduced = np.ascontiguousarray((packed - ivf.center) @ ivf.basis, dtype=np.float32)
+    return ivf
+
+
+def _principal_axes(sample: np.ndarray, share: float) -> tuple[np.ndarray, np.ndarray] | None:
+    """(center, basis) of the fewest REDUCED_DIMS principal axes of `sample` holding `share` of
+    its variance, or None (off, too few rows, or no such dimension below half the vectors')."""
+    dim = sample.shape[1] if sample.ndim == 2 else 0
+    if share <= 0 or len(sample) < 2 * dim or dim == 0:
+        return None
+    center = sample.mean(axis=0)
+    x = sample - center
+    values, vectors = np.linalg.eigh((x.T @ x).astype(np.float64))   # ascending eigenvalues
+    values, vectors = values[::-1], vectors[:, ::-1]
+    total = float(values.sum())
+    if total <= 0:
+        return None
+    held = np.cumsum(values) / total
+    for d in REDUCED_DIMS:
+        if 2 * d > dim:
+            return None
+        if held[d - 1] >= share:
+            return center.astype(np.float32), np.ascontiguousarray(vectors[:, :d], dtype=np.float32)
+    return None

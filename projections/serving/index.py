@@ -1,0 +1,314 @@
+"""The serving index: the memories projection held in memory for recall.
+
+LanceDB is the durable read model; at 100k memories its per-query overheads (delta segments of
+every index, a filtered full-text search, a row fetch) cost 30-40 ms of CPU per recall. This
+index keeps, per namespace, the live rows' result columns, their vectors
+(:mod:`projections.serving.dense`: exact, or IVF-flat once big) and a BM25 index of their
+`search_text` (:mod:`projections.serving.bm25`), so a recall costs a few milliseconds.
+
+It is a cache *of the projection*, never of the log: it loads the table as of the projector's
+checkpoint (the table version recorded there), then follows the checkpoint file, reading only
+the rows whose `position` moved past what it holds. :meth:`refresh` brings it up to the
+checkpoint the file names at the time of the call, so a reader that waited for a position (or
+read a cache generation) before calling it never sees an older state. The first load (and a
+reload after the projection was rebuilt) runs in a worker thread; until it is done
+:meth:`refresh` answers False and recall reads LanceDB directly.
+
+Memory: about (4 x dim + the row's text) bytes per live memory, x 2 for IVF-partitioned
+namespaces (vectors are also stored list by list).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import lancedb
+import numpy as np
+import pyarrow as pa
+import structlog
+
+from events import positions
+from projections.core import checkpoint as checkpoint_file
+from projections.core.checkpoint import Checkpoint
+from projections.serving.bm25 import BM25Params
+from projections.memories.schema import SEARCH_TEXT, TABLE
+from projections.memories.reader import RESULT_COLUMNS, _checked
+from projections.serving.partition import Partition
+from projections.text.lexical import terms
+from projections.serving.dense import IvfParams
+
+log = structlog.get_logger(__name__)
+
+LOAD_COLUMNS = [*RESULT_COLUMNS, SEARCH_TEXT, "vector", "is_deleted", "position", "agent_id"]
+
+
+@dataclass(slots=True)
+class _State:
+    parts: dict[str, Partition] = field(default_factory=dict)
+    where: dict[str, tuple[str, int]] = field(default_factory=dict)   # memory id -> (namespace, slot)
+    position: str | None = None
+    table_version: int | None = None
+
+
+class ServingIndex:
+    def __init__(self, directory: Path, *, bm25: BM25Params = BM25Params(), ivf: IvfParams = IvfParams()) -> None:
+        self.directory = Path(directory)
+        self._checkpoint_path = str(self.directory / checkpoint_file.FILENAME)  # stat'ed by every recall
+        self.bm25 = bm25
+        self.ivf = ivf
+        self._state: _State | None = None
+        self._sig: tuple[int, int, int] | None = None    # checkpoint file (mtime, size, inode) last synced
+        self._lock = asyncio.Lock()
+        self._loading: asyncio.Task | None = None
+        self._training: set[asyncio.Task] = set()
+        self._db: Any = None
+
+    # ------------------------------------------------------------------ sync
+
+    @property
+    def ready(self) -> bool:
+        return self._state is not None
+
+    @property
+    def position(self) -> str | None:
+        """The memories checkpoint the index reflects (None while it loads)."""
+        state = self._state
+        return state.position if state is not None else None
+
+    def _file_sig(self) -> tuple[int, int, int] | None:
+        try:
+            st = os.stat(self._checkpoint_path)
+        except FileNotFoundError:
+            return None
+        return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+    async def refresh(self) -> bool:
+        """Bring the index up to the projection's current checkpoint; False while it is (re)loading."""
+        if self._state is not None and self._file_sig() == self._sig:
+            return True
+        async with self._lock:
+            sig = self._file_sig()
+            state = self._state
+            if state is not None and sig == self._sig:
+                return True
+            if state is None:
+                self._start_load()
+                return False
+            ck = await asyncio.to_thread(checkpoint_file.load, self.directory)
+            if ck is None or _went_back(ck, state):
+                log.warning("serving_index.reload", reason="projection rebuilt or removed",
+                            held=state.position, checkpoint=ck.position if ck else None)
+                self._state = None
+                self._start_load()
+                return False
+            if ck.position != state.position:
+                if ck.table_version != state.table_version:
+                    await self._apply_delta(state, ck)
+                state.position, state.table_version = ck.position, ck.table_version
+            self._sig = sig
+            self._schedule_training(state)
+            return True
+
+    async def wait_ready(self, timeout_s: float = 120.0) -> bool:
+        """Start (or join) the load and wait for it; True once the index serves."""
+        if await self.refresh():
+            return True
+        if self._loading is not None:
+            await asyncio.wait_for(asyncio.shield(self._loading), timeout_s)
+        return await self.refresh()
+
+    def _start_load(self) -> None:
+        if self._loading is None or self._loading.done():
+            self._loading = asyncio.create_task(self._load(), name="serving_index:load")
+
+    async def _load(self) -> None:
+        try:
+            sig = self._file_sig()
+            ck = await asyncio.to_thread(checkpoint_file.load, self.directory)
+            data = await self._scan(ck, "is_deleted = false")
+            state = await asyncio.to_thread(self._build, data, ck)
+            async with self._lock:
+                self._state, self._sig = state, sig
+            log.info("serving_index.loaded", rows=len(state.where), namespaces=len(state.parts),
+                     position=state.position)
+            await self.refresh()  # catch up with what the projector wrote meanwhile
+        except Exception:  # noqa: BLE001 - recall keeps reading LanceDB; the next refresh retries
+            log.exception("serving_index.load_failed")
+
+    async def _scan(self, ck: Checkpoint | None, where: str) -> pa.Table | None:
+        if ck is None or ck.position is None or not (self.directory / f"{TABLE}.lance").exists():
+            return None
+        if self._db is None:
+            self._db = await lancedb.connect_async(str(self.directory))
+        try:
+            table = await self._db.open_table(TABLE, version=ck.table_version) if ck.table_version is not None \
+                else await self._db.open_table(TABLE)
+        except ValueError:  # no table yet, or the checkpointed version was cleaned up after compactions
+            try:
+                table = await self._db.open_table(TABLE)
+            except ValueError:
+                return None
+        try:
+            data = await table.query().where(where).select(LOAD_COLUMNS).to_arrow()
+        finally:
+            table.close()
+        # The latest version may hold a batch the projector has not checkpointed yet: not ours.
+        upto = positions.key(ck.position)
+        keep = [positions.key(p) <= upto for p in data.column("position").to_pylist()]
+        return data if all(keep) else data.filter(pa.array(keep, type=pa.bool_()))
+
+    def _build(self, data: pa.Table | None, ck: Checkpoint | None) -> _State:
+        state = _State(position=ck.position if ck else None, table_version=ck.table_version if ck else None)
+        if data is not None:
+            self._apply_rows(state, data)
+        for part in state.parts.values():
+            if part.wants_ivf(self.ivf):
+                part.ivf = part.train(self.ivf)
+        return state
+
+    async def _apply_delta(self, state: _State, ck: Checkpoint) -> None:
+        since = positions.timestamp_ms(state.position) if state.position else 0
+        data = await self._scan(ck, f"position >= '{since}'")  # coarse (string) filter; exact below
+        if data is None:
+            return
+        held = positions.key(state.position)
+        keep = [positions.key(p) > held for p in data.column("position").to_pylist()]
+        self._apply_rows(state, data.filter(pa.array(keep, type=pa.bool_())))
+
+    def _apply_rows(self, state: _State, data: pa.Table) -> None:
+        if data.num_rows == 0:
+            return
+        dim = data.schema.field("vector").type.list_size
+        vectors = data.column("vector").combine_chunks().values.to_numpy(zero_copy_only=False)
+        vectors = vectors.reshape(data.num_rows, dim).astype(np.float32, copy=False)
+        deleted = data.column("is_deleted").to_pylist()
+        texts = data.column(SEARCH_TEXT).to_pylist()
+        agents = data.column("agent_id").to_pylist()
+        keys = [positions.key(p) for p in data.column("position").to_pylist()]
+        rows = data.select(RESULT_COLUMNS).to_pylist()
+        touched: set[str] = set()
+        for i in sorted(range(len(rows)), key=keys.__getitem__):  # commit order defines context neighbours
+            row = rows[i]
+            old = state.where.get(row["id"])
+            if old is not None and not deleted[i] and old[0] == row["namespace"]:
+                part = state.parts[old[0]]
+                current = part.rows[old[1]]
+                if current is not None and current["content"] == row["content"]:
+                    part.rows[old[1]] = row  # same text: update in place (keeps its slot and context)
+                    continue
+            old = state.where.pop(row["id"], None)
+            if old is not None:
+                state.parts[old[0]].remove(old[1])
+                touched.add(old[0])
+            if deleted[i]:
+                continue
+            ns = row["namespace"]
+            part = state.parts.get(ns)
+            if part is None:
+                part = state.parts[ns] = Partition(ns, dim, self.bm25)
+            state.where[row["id"]] = (ns, part.add(row, vectors[i], terms(texts[i] or ""), agents[i], keys[i][0]))
+        for ns in touched:
+            if state.parts[ns].wants_compaction():
+                state.parts[ns] = self._compacted(state, state.parts[ns])
+
+    def _compacted(self, state: _State, old: Partition) -> Partition:
+        new = Partition(old.namespace, old.dim, self.bm25)
+        for slot in np.flatnonzero(old.live[: old.size]):
+            row = old.rows[slot]
+            doc_terms = list(old.lexical._doc_terms[int(slot)].elements())
+            agent, ms = old.origin[slot]
+            state.where[row["id"]] = (old.namespace, new.add(row, old.vectors[slot], doc_terms, agent, ms))
+        return new
+
+    def _schedule_training(self, state: _State) -> None:
+        for part in state.parts.values():
+            if part.wants_ivf(self.ivf):
+                part.training = True
+                task = asyncio.create_task(self._train(part), name=f"serving_index:ivf:{part.namespace}")
+                self._training.add(task)
+                task.add_done_callback(self._training.discard)
+
+    async def _train(self, part: Partition) -> None:
+        try:
+            part.ivf = await asyncio.to_thread(part.train, self.ivf)
+            log.info("serving_index.ivf_built", namespace=part.namespace, rows=part.ivf.covered,
+                     lists=len(part.ivf.centroids))
+        except Exception:  # noqa: BLE001 - exact search keeps working
+            log.exception("serving_index.ivf_failed", namespace=part.namespace)
+        finally:
+            part.training = False
+
+    # ------------------------------------------------------------------ reads (MemoriesReader's recall API)
+
+    def _parts(self, namespaces: list[str]) -> list[Partition]:
+        state = self._state
+        if state is None:
+            return []
+        return [p for ns in namespaces if (p := state.parts.get(ns)) is not None]
+
+    async def adense(self, vector: np.ndarray, namespaces: list[str], limit: int) -> list[tuple[str, float]]:
+        ns = _checked(namespaces, limit)
+        q = np.asarray(vector, dtype=np.float32).reshape(-1)
+        hits = [(p.ids[slot], cos) for p in self._parts(ns) for slot, cos in p.dense(q, limit, self.ivf)]
+        hits.sort(key=lambda h: (-h[1], h[0]))
+        return [(i, min(1.0, max(-1.0, c))) for i, c in hits[:limit]]
+
+    async def alexical(self, text: str, namespaces: list[str], limit: int, *,
+                       context: float = 0.0) -> list[tuple[str, float]]:
+        ns = _checked(namespaces, limit)
+        query_terms = terms(text)
+        if not query_terms:
+            return []
+        hits = [(p.ids[slot], score) for p in self._parts(ns)
+                for slot, score in p.lexical_search(query_terms, limit, context)]
+        hits.sort(key=lambda h: (-h[1], h[0]))
+        return hits[:limit]
+
+    async def arows(self, ids: list[str], *, vectors: bool = False,
+                    columns: list[str] = RESULT_COLUMNS) -> dict[str, dict[str, Any]]:
+        state = self._state
+        if state is None:
+            return {}
+        out = {}
+        for mid in ids:
+            at = state.where.get(mid)
+            if at is None:
+                continue
+            part = state.parts[at[0]]
+            row = part.rows[at[1]]
+            if row is None:
+                continue
+            got = {c: row[c] for c in columns if c in row}
+            if vectors:
+                got["vector"] = part.vectors[at[1]].copy()
+            out[mid] = got
+        return out
+
+    def stats(self) -> dict[str, Any]:
+        state = self._state
+        if state is None:
+            return {"ready": False}
+        return {"ready": True, "position": state.position, "rows": len(state.where),
+                "namespaces": {ns: {"rows": p.live_count, "ivf_lists": len(p.ivf.centroids) if p.ivf else 0}
+                               for ns, p in state.parts.items()}}
+
+    async def close(self) -> None:
+        for task in [*self._training, *([self._loading] if self._loading else [])]:
+            task.cancel()
+        await asyncio.gather(*self._training, *([self._loading] if self._loading else []),
+                             return_exceptions=True)
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+        self._state = None
+
+
+def _went_back(ck: Checkpoint, state: _State) -> bool:
+    """The checkpoint is behind what the index holds: the projection was rebuilt."""
+    if positions.key(ck.position) < positions.key(state.position):
+        return True
+    return (ck.table_version or 0) < (state.table_version or 0)
