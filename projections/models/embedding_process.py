@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 import structlog
 
-from projections.models.embedding import EmbeddingError, LocalUSEEmbedder
+from projections.models.embedding import EmbeddingError
+from projections.models.use_embedder import LocalUSEEmbedder
 
 log = structlog.get_logger(__name__)
 

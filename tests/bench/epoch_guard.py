@@ -27,7 +27,8 @@ from aiohttp.test_utils import TestClient, TestServer
 from gateway.http.app import create_app
 from gateway.http.appkeys import EPOCH_GUARD
 from gateway.process.settings import Settings
-from projections.models.embedding import CachedEmbedder, LocalUSEEmbedder
+from projections.models.cached_embedder import CachedEmbedder
+from projections.models.use_embedder import LocalUSEEmbedder
 
 ADMIN = "bench-admin"
 WORDS = "tea deploy window staging database backup billing invoice schedule release cache index".split()

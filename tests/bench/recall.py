@@ -106,7 +106,7 @@ def ann_recall(data_dir: Path, n_queries: int, rng: random.Random) -> None:
     """recall@10 of the indexed (ANN) search against exhaustive search, same prefilter."""
     import lancedb
 
-    from projections.models.embedding import LocalUSEEmbedder
+    from projections.models.use_embedder import LocalUSEEmbedder
     from projections.memories.reader import _search_filter
 
     table = lancedb.connect(str(data_dir / "projections" / "memories")).open_table("memories")
@@ -129,7 +129,7 @@ def ann_recall(data_dir: Path, n_queries: int, rng: random.Random) -> None:
 
 async def serving_ann_recall(data_dir: Path, n_queries: int, rng: random.Random) -> None:
     """recall@10 of the serving index's dense search (IVF where partitioned) against exact search."""
-    from projections.models.embedding import LocalUSEEmbedder
+    from projections.models.use_embedder import LocalUSEEmbedder
     from projections.serving.index import ServingIndex
     from projections.serving.dense import exact_top
 

@@ -19,7 +19,7 @@ import numpy as np
 from _harness import ROOT, percentile  # noqa: E402  (puts the repository on sys.path)
 from recall import query, sentence  # noqa: E402
 
-from projections.models.embedding import LocalUSEEmbedder
+from projections.models.use_embedder import LocalUSEEmbedder
 from projections.serving.dense import IvfParams, exact_top, train_ivf
 
 LOCOMO = ROOT.parent / "shared" / "eval" / "locomo-dev.json"

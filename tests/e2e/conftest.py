@@ -14,7 +14,8 @@ from events.clock import ManualClock
 from gateway.http.app import create_app
 from gateway.http.appkeys import AUDIT, CLOCK, PROJECTORS, STORE, WAITER
 from gateway.process.settings import Settings
-from projections.models.embedding import CachedEmbedder, LocalUSEEmbedder
+from projections.models.cached_embedder import CachedEmbedder
+from projections.models.use_embedder import LocalUSEEmbedder
 
 ADMIN_KEY = "test-admin-key"
 

@@ -1,4 +1,4 @@
-"""Unit tests for projections.models.embedding: the real USE model, the SQLite cache and the cache wrapper."""
+"""Tests of projections.models' embedders: the real USE model, the SQLite cache and the cache wrapper."""
 
 from __future__ import annotations
 
@@ -9,16 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from projections.models.embedding import (
-    CachedEmbedder,
-    Embedder,
-    EmbeddingCache,
-    EmbeddingError,
-    HttpEmbedder,
-    LocalUSEEmbedder,
-    content_sha,
-    make_embedder,
-)
+from projections.models.cached_embedder import CachedEmbedder
+from projections.models.embedding import Embedder, EmbeddingError, make_embedder
+from projections.models.embedding_cache import EmbeddingCache, content_sha
+from projections.models.http_embedder import HttpEmbedder
+from projections.models.use_embedder import LocalUSEEmbedder
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,10 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from projections.models.embedding import CachedEmbedder, EmbeddingCache, EmbeddingError, HttpEmbedder, make_embedder
+from projections.models.cached_embedder import CachedEmbedder
+from projections.models.embedding import EmbeddingError, make_embedder
+from projections.models.embedding_cache import EmbeddingCache
+from projections.models.http_embedder import HttpEmbedder
 
 TOKEN = "sk-test-token"
 DIM = 6

@@ -10,7 +10,8 @@ import threading
 import numpy as np
 import pytest
 
-from projections.models.embedding import EmbeddingError, LocalUSEEmbedder
+from projections.models.embedding import EmbeddingError
+from projections.models.use_embedder import LocalUSEEmbedder
 from projections.models.embedding_process import ProcessEmbedder
 
 

@@ -11,7 +11,9 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from projections.models.rerank import HttpReranker, LocalReranker, Reranker, RerankError, make_reranker
+from projections.models.http_reranker import HttpReranker
+from projections.models.rerank import Reranker, RerankError, make_reranker
+from projections.models.rerank_local import LocalReranker
 
 TOKEN = "sk-rerank-token"
 

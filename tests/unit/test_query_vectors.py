@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tests.hash_embedder import HashEmbedder
-from projections.queries.recall.service import QueryVectors
+from projections.models.query_vectors import QueryVectors
 
 
 class CountingEmbedder(HashEmbedder):

@@ -27,21 +27,22 @@
 from __future__ import annotations
 
 import asyncio
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from events.clock import SystemClock
+from events.vocabulary import SHARED_NAMESPACE
 from projections.core.errors import InvalidQuery
 from projections.queries.recall.fusion import DEFAULT, FusionParams, fuse
 from projections.queries.recall.mmr import DEFAULT_DIVERSITY, mmr
 from projections.memories.reader import MAX_LIMIT, MemoriesReader, valid_namespaces
 from projections.memories.scores import DEFAULT_RANK_WEIGHT, Scores, ranked_score, scores_of
+from projections.models.query_vectors import QueryVectors
+from projections.serving.index import ServingIndex
 from projections.text.lexical import index_text, query_text
 
-SHARED = "shared"
 FALLBACK_BELOW = 3     # E4.2: fewer results than this in a private namespace -> add shared ones
 FALLBACK_COUNT = 5
 FALLBACK_FACTOR = 0.5
@@ -137,69 +138,17 @@ class Candidate:
                          expansion="graph" if self.via else "", via=self.via)
 
 
-class QueryVectors:
-    """Query text -> vector, with a small in-memory LRU and micro-batching.
-
-    Queries bypass the persistent embedding cache (it holds memory contents, which is what makes
-    replays fast; one-off query strings would only bloat it and cost a disk write per recall).
-    Concurrent recalls share embedding calls: queries that arrive while one call runs are embedded
-    together in the next (USE costs ~3 ms for one query, ~0.9 ms each in a batch of 16), and one
-    worker thread at a time keeps the model from competing with the event loop for the GIL.
-    """
-
-    def __init__(self, embedder: Any, capacity: int = 2048, max_batch: int = 32) -> None:
-        self.embedder = getattr(embedder, "inner", embedder)  # CachedEmbedder -> the model itself
-        self.capacity = capacity
-        self.max_batch = max_batch
-        self._lru: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._pending: dict[str, asyncio.Future] = {}
-        self._worker: asyncio.Task | None = None
-
-    @property
-    def model_id(self) -> str:
-        return str(getattr(self.embedder, "model_id", "unknown"))
-
-    async def vector(self, query: str) -> np.ndarray:
-        hit = self._lru.get(query)
-        if hit is not None:
-            self._lru.move_to_end(query)
-            return hit
-        fut = self._pending.get(query)
-        if fut is None:
-            fut = self._pending[query] = asyncio.get_running_loop().create_future()
-            if self._worker is None or self._worker.done():
-                self._worker = asyncio.create_task(self._drain(), name="query_vectors:embed")
-        return await asyncio.shield(fut)  # a cancelled recall must not cancel its batch-mates
-
-    async def _drain(self) -> None:
-        while self._pending:
-            batch = dict(list(self._pending.items())[: self.max_batch])
-            for q in batch:
-                del self._pending[q]
-            try:
-                vecs = np.asarray(await asyncio.to_thread(self.embedder.embed, list(batch)), dtype=np.float32)
-            except BaseException as exc:  # noqa: BLE001 - every waiter of this batch gets the error
-                for fut in batch.values():
-                    if not fut.done():
-                        fut.set_exception(exc if isinstance(exc, Exception) else RuntimeError("embedding cancelled"))
-                if not isinstance(exc, Exception):
-                    raise
-                continue
-            for (q, fut), vec in zip(batch.items(), vecs):
-                self._lru[q] = vec
-                if not fut.done():
-                    fut.set_result(vec)
-            while len(self._lru) > self.capacity:
-                self._lru.popitem(last=False)
-
-
 class RecallService:
+    """`serving`: hold the in-memory serving index over the reader's folder (the memories projection);
+    the service owns it: `load()` starts loading it, `reload()` follows a swapped folder, `close()`
+    releases it. Without it, LanceDB serves every recall."""
+
     def __init__(self, reader: MemoriesReader, embedder: Any, *, synonyms: Any = None, reranker: Any = None,
-                 fusion: FusionParams = DEFAULT, rerank_top: int = 20, index: Any = None, activity: Any = None,
+                 fusion: FusionParams = DEFAULT, rerank_top: int = 20, serving: bool = False, activity: Any = None,
                  clock: Any = None, graph: Any = None, query_embedder: Any = None, partners: Any = None) -> None:
         self.reader = reader
-        self.index = index            # projections.serving.index.ServingIndex, or None: LanceDB only
-        # queries may have their own embedder (the same model in a child process: gateway.process.runtime)
+        self.index = ServingIndex(reader.directory) if serving else None
+        # queries may have their own embedder (the same model in a child process: gateway.process.wiring)
         self.queries = QueryVectors(query_embedder if query_embedder is not None else embedder)
         self.synonyms = synonyms      # .expansions(query, namespaces) -> list[str]
         self.reranker = reranker      # projections.models.rerank.Reranker or None
@@ -217,6 +166,21 @@ class RecallService:
         bm25 = getattr(self.index, "bm25", "lancedb")
         return f"v3|{self.queries.model_id}|{self.fusion}|{bm25}|{rr}|{self.rerank_top}"
 
+    async def load(self, *, wait: bool = False) -> None:
+        """Start loading the serving index (LanceDB serves meanwhile); `wait`: until it serves."""
+        if self.index is not None:
+            await (self.index.wait_ready() if wait else self.index.refresh())
+
+    async def reload(self) -> None:
+        """The projection folder was swapped (`zhiyi replay --in-place`): drop the index, load the new one."""
+        if self.index is not None:
+            await self.index.close()
+            await self.index.refresh()
+
+    async def close(self) -> None:
+        if self.index is not None:
+            await self.index.close()
+
     async def recall(self, req: RecallRequest) -> list[RecallHit]:
         req = req.validated()
         if not req.namespaces:
@@ -230,7 +194,7 @@ class RecallService:
             raise
         ranked = await self._ranked(source, req, vector, req.namespaces, self._needed(req), lexical)
         chosen = self._diversify(ranked, req.top_k, req.diversity)
-        if req.shared_fallback and len(chosen) < FALLBACK_BELOW and SHARED not in req.namespaces:
+        if req.shared_fallback and len(chosen) < FALLBACK_BELOW and SHARED_NAMESPACE not in req.namespaces:
             chosen += await self._fallback(source, req, vector, {c.row["id"] for c in chosen})
         if self.graph is not None and chosen and len(chosen) < min(GRAPH_EXPAND_BELOW, req.top_k):
             chosen += await self._expand(source, req, chosen)
@@ -360,7 +324,7 @@ class RecallService:
         return [cands[i] for i in order]
 
     async def _fallback(self, source: Any, req: RecallRequest, vector: np.ndarray, seen: set[str]) -> list[Candidate]:
-        shared = await self._ranked(source, req, vector, [SHARED], FALLBACK_COUNT + len(seen))
+        shared = await self._ranked(source, req, vector, [SHARED_NAMESPACE], FALLBACK_COUNT + len(seen))
         out = []
         for c in shared:
             if c.row["id"] in seen:
