@@ -12,14 +12,13 @@ another 4xx or a malformed body raises :class:`LLMError` at once. Over the day's
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Any
 
 import orjson
 
 from events.clock import Clock, SystemClock
+from events.redis.counters import Counters
 from projections.models.http_poster import JsonPoster, endpoint_url
 
-BUDGET_KEY = "zhiyi:llm:calls:"      # + UTC date; expires after two days
 DEFAULT_DAILY_LIMIT = 500
 
 
@@ -35,27 +34,22 @@ class ChatClient(JsonPoster):
     error_cls = LLMError
     what = "llm"
 
-    def __init__(self, endpoint: str, model: str, api_key: str | None = None, *, redis: Any = None,
+    def __init__(self, endpoint: str, model: str, api_key: str | None = None, *, counters: Counters | None = None,
                  daily_limit: int = DEFAULT_DAILY_LIMIT, clock: Clock | None = None, timeout_s: float = 30.0,
                  retries: int = 2) -> None:
         super().__init__(endpoint_url(endpoint, "chat/completions"), api_key, timeout_s, retries)
         self.model = model
         self.model_id = f"http:{model}"
-        self.redis = redis
+        self.counters = counters
         self.daily_limit = daily_limit
         self.clock = clock or SystemClock()
 
     async def _spend(self) -> None:
-        """Count one call against today's budget (UTC day of the clock)."""
-        if self.redis is None or self.daily_limit <= 0:
+        """Count one call against today's budget (UTC day of the clock; `events.redis.keys.llm_calls`)."""
+        if self.counters is None or self.daily_limit <= 0:
             return
         day = datetime.fromtimestamp(self.clock.now_ms() / 1000, tz=timezone.utc).strftime("%Y-%m-%d")
-        key = BUDGET_KEY + day
-        pipe = self.redis.pipeline(transaction=True)
-        pipe.incr(key)
-        pipe.expire(key, 2 * 86_400)
-        used, _ = await pipe.execute()
-        if int(used) > self.daily_limit:
+        if await self.counters.count_llm_call(day) > self.daily_limit:
             raise BudgetExhausted(f"the daily LLM budget ({self.daily_limit} calls) is spent")
 
     async def complete(self, system: str, user: str) -> str:

@@ -15,16 +15,16 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from events.redis import keys
 from events.catalogue import MemoryFeedback, MemoryQualityDropped, MemoryQualityRecovered, new_event
 from events.envelope import Event
+from events.redis.counters import Counters
 from commands.rules.time_rules import quality_low
 
 
 @dataclass
 class QualityNoticePolicy:
     reader: Any                      # projections.memories.reader.MemoriesReader
-    redis: Any
+    counters: Counters
     name: str = "quality_notice"
     reads: tuple[str, ...] = ("memories",)
 
@@ -36,8 +36,7 @@ class QualityNoticePolicy:
         row = await asyncio.to_thread(self.reader.get, mid)
         if row is None or row.get("is_deleted"):
             return []
-        notice = await self.redis.hget(keys.memory(mid), "notice")
-        low, noticed = quality_low(row), notice in (b"1", "1")
+        low, noticed = quality_low(row), await self.counters.quality_notice_open(mid)
         quality = round(float(row.get("quality_score") or 0.0), 6)
         if low and not noticed:
             feedback = int(row.get("useful_count") or 0) + int(row.get("not_useful_count") or 0)

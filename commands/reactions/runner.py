@@ -15,6 +15,9 @@
 - Transient Redis errors (`events.redis.client.TRANSIENT_ERRORS`), at start too, are logged and
   retried with back-off (up to 2 s), re-handling this consumer's unacknowledged events first; the
   loop does not crash.
+
+The Redis commands themselves are :class:`events.redis.consumer_groups.ConsumerGroup`'s; this
+module is the policy over them.
 """
 
 from __future__ import annotations
@@ -23,15 +26,13 @@ import asyncio
 from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
-import redis.exceptions
 import structlog
 
 from commands.reactions.policy import Policy
-from events.redis import keys
-from events.codec import decode
 from events.envelope import Event
+from events.redis import keys
 from events.redis.client import RETRY_BACKOFF_MAX_S, TRANSIENT_ERRORS
-from events.redis.replies import as_str, entries
+from events.redis.consumer_groups import ConsumerGroup, Delivery, group_lost
 from events.redis.store import EventStore, Idempotency
 
 log = structlog.get_logger(__name__)
@@ -63,18 +64,14 @@ class ReactionsRunner:
     _group_ready: bool = field(default=False, init=False)
 
     @property
-    def redis(self):
-        return self.store.redis
+    def consumer_group(self) -> ConsumerGroup:
+        return ConsumerGroup(self.store.redis, self.group, self.consumer)
 
     async def ensure_group(self) -> None:
         if self._group_ready:
             return
-        try:
-            await self.redis.xgroup_create(keys.STREAM, self.group, id="0", mkstream=True)
+        if await self.consumer_group.create():
             log.info("reactions.group_created", group=self.group)
-        except Exception as exc:  # noqa: BLE001 - BUSYGROUP: it exists already
-            if "BUSYGROUP" not in str(exc):
-                raise
         self._group_ready = True
 
     # ------------------------------------------------------------------ loop
@@ -92,8 +89,8 @@ class ReactionsRunner:
                 own_pending = True
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, RETRY_BACKOFF_MAX_S)
-            except redis.exceptions.ResponseError as exc:
-                if _group_lost(exc):
+            except Exception as exc:  # noqa: BLE001 - a surprise is logged and retried: the loop never dies
+                if group_lost(exc):
                     # the stream (and its group) was deleted: a wiped log (see events.redis.keys.EPOCH); the group is
                     # created again, so the reactions go on with the log rebuilt by `zhiyi replay --in-place`
                     log.error("reactions.group_lost", error=str(exc), retry_in_s=delay)
@@ -103,20 +100,14 @@ class ReactionsRunner:
                 own_pending = True
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, RETRY_BACKOFF_MAX_S)
-            except Exception:  # noqa: BLE001 - a surprise is logged and retried: the loop never dies
-                log.exception("reactions.step_failed", retry_in_s=delay)
-                own_pending = True
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, RETRY_BACKOFF_MAX_S)
 
     async def step(self, *, own_pending: bool = False) -> int:
         """Claim stale events of dead workers, then read (and handle) one batch; returns events handled."""
         await self.ensure_group()
         n = await self._claim_stale()
-        reply = await self.redis.xreadgroup(self.group, self.consumer, {keys.STREAM: "0" if own_pending else ">"},
-                                            count=self.batch, block=None if own_pending else self.block_ms)
-        for _, items in reply or []:
-            n += await self._handle_entries(entries(items))
+        got = await self.consumer_group.read(count=self.batch, block_ms=self.block_ms, own_pending=own_pending)
+        if got:
+            n += await self._handle_deliveries(got)
         return n
 
     async def drain(self, *, max_steps: int = 1000) -> int:
@@ -137,43 +128,39 @@ class ReactionsRunner:
     # ------------------------------------------------------------------ claiming
 
     async def _claim_stale(self) -> int:
-        pending = await self.redis.xpending_range(keys.STREAM, self.group, min="-", max="+", count=self.batch,
-                                                  idle=self.claim_idle_ms)
+        group = self.consumer_group
+        pending = await group.pending(idle_ms=self.claim_idle_ms, count=self.batch)
         if not pending:
             return 0
         claim = []
         for p in pending:
-            pos = as_str(p["message_id"])
-            if int(p["times_delivered"]) >= self.max_deliveries:
-                await self._dead_letter(pos, "", f"delivered {p['times_delivered']} times without success",
-                                        int(p["times_delivered"]))
+            if p.deliveries >= self.max_deliveries:
+                await self._dead_letter(p.position, "", f"delivered {p.deliveries} times without success",
+                                        p.deliveries)
             else:
-                claim.append(pos)
+                claim.append(p.position)
         if not claim:
             return 0
-        got = await self.redis.xclaim(keys.STREAM, self.group, self.consumer, self.claim_idle_ms, claim)
+        got = await group.claim(claim, idle_ms=self.claim_idle_ms)
         log.info("reactions.claimed", consumer=self.consumer, events=len(got))
-        return await self._handle_entries(entries(got))
+        return await self._handle_deliveries(got)
 
     async def _dead_letter(self, pos: str, policy: str, error: str, deliveries: int) -> None:
-        await self.redis.xadd(keys.REACTIONS_DEAD, {"position": pos, "policy": policy, "error": error[:1000],
-                                                    "deliveries": str(deliveries)})
-        await self.redis.xack(keys.STREAM, self.group, pos)
+        await self.consumer_group.dead_letter(pos, policy, error, deliveries)
         log.error("reactions.dead_letter", position=pos, policy=policy, error=error[:200])
 
     # ------------------------------------------------------------------ handling
 
-    async def _handle_entries(self, items: list) -> int:
+    async def _handle_deliveries(self, items: list[Delivery]) -> int:
+        group = self.consumer_group
         n = 0
-        for pos, fields in items:
-            pos = as_str(pos)
-            if fields is None:  # not in the log any more (the product never trims it)
-                await self.redis.xack(keys.STREAM, self.group, pos)
+        for item in items:
+            pos, event = item.position, item.event
+            if item.missing:  # not in the log any more (the product never trims it)
+                await group.ack(pos)
                 continue
-            try:
-                event = decode(pos, fields)
-            except Exception as exc:  # noqa: BLE001 - an undecodable event can never succeed
-                await self._dead_letter(pos, "", f"undecodable: {exc}", 1)
+            if event is None:  # an undecodable event can never succeed
+                await self._dead_letter(pos, "", f"undecodable: {item.error}", 1)
                 continue
             try:
                 await self.handle(event)
@@ -182,7 +169,7 @@ class ReactionsRunner:
             except Exception:  # noqa: BLE001 - left pending: retried, then dead-lettered
                 log.exception("reactions.failed", position=pos, type=event.type)
                 continue
-            await self.redis.xack(keys.STREAM, self.group, pos)
+            await group.ack(pos)
             n += 1
             self.handled += 1
         return n
@@ -203,7 +190,3 @@ class ReactionsRunner:
             res = await self.store.append(follow_ups, idempotency=Idempotency("reaction", key, key))
             log.info("reactions.applied", cause=event.position, policy=policy.name, events=len(follow_ups),
                      duplicate=res.duplicate, position=res.position)
-
-
-def _group_lost(exc: Exception) -> bool:
-    return "NOGROUP" in str(exc) or "no longer exists" in str(exc)

@@ -5,7 +5,7 @@ On each `memory.committed`, the memories closest to the new content (recall over
 and `shared`, committed before it) are matched against it (`validation_match`): P1 shared
 entities, P2 shared keywords, P3 content overlap >= 0.25 each add 0.15 to the memory's confidence
 at once; a partial overlap (>= 0.12) is remembered in Redis (a sorted set of the commits that
-overlapped, so a redelivered commit counts once) and every third one adds 0.10. Each becomes a
+overlapped, so a redelivered commit counts once; `events.redis.counters`) and every third one adds 0.10. Each becomes a
 `memory.validated` event; confidence is capped at 1.0 when folded, and a memory already at the
 cap is skipped.
 """
@@ -19,9 +19,9 @@ from commands.reactions.validation_match import (
     CONFIDENCE_CAP, P3_ACCUMULATED_DELTA, P3_PARTIALS_NEEDED, match,
 )
 from events import positions
-from events.redis import keys
 from events.catalogue import MemoryCommitted, MemoryValidated, new_event
 from events.envelope import Event
+from events.redis.counters import Counters
 from events.vocabulary import SHARED_NAMESPACE
 from projections.queries.recall.service import RecallRequest
 from projections.memories.scores import ms_of
@@ -36,7 +36,7 @@ CANDIDATE_COLUMNS = ["id", "content", "namespace", "confidence", "timestamp"]
 class PassiveValidatorPolicy:
     recall: Any                      # projections.queries.recall.service.RecallService
     reader: Any                      # projections.memories.reader.MemoriesReader
-    redis: Any
+    counters: Counters
     name: str = "passive_validator"
     reads: tuple[str, ...] = ("memories",)
 
@@ -75,14 +75,9 @@ class PassiveValidatorPolicy:
     async def _third_partial(self, memory_id: str, cause: str) -> bool:
         """Record `cause` as a partial overlap of the memory; True when it is a third one (the 3rd,
         6th, ... in log order). Idempotent: a redelivered cause keeps its rank."""
-        key = keys.validator_partials(memory_id)
         ms, _ = positions.key(cause)
-        pipe = self.redis.pipeline(transaction=True)
-        pipe.zadd(key, {cause: float(ms)})
-        pipe.expire(key, PARTIALS_TTL_S)
-        pipe.zrank(key, cause)
-        _, _, rank = await pipe.execute()
-        return rank is not None and (int(rank) + 1) % P3_PARTIALS_NEEDED == 0
+        rank = await self.counters.rank_partial(memory_id, cause, float(ms), PARTIALS_TTL_S)
+        return rank is not None and (rank + 1) % P3_PARTIALS_NEEDED == 0
 
 
 def _before(row: dict[str, Any], event: Event) -> bool:

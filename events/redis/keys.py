@@ -75,3 +75,12 @@ INDEX_PATTERNS = (PREFIX + "agent:*", PREFIX + "mem:*")
 def validator_partials(memory_id: str) -> str:
     """Sorted set of the commits that partially overlapped a memory (PassiveValidator P3)."""
     return f"{PREFIX}validator:p3:{memory_id}"
+
+
+LLM_CALLS_PREFIX = PREFIX + "llm:calls:"
+"""+ UTC date (YYYY-MM-DD): the LLM calls made that day (a counter expiring after two days)."""
+
+
+def llm_calls(day: str) -> str:
+    """The LLM call counter of one UTC day ("2026-12-03")."""
+    return LLM_CALLS_PREFIX + day

@@ -21,6 +21,7 @@ from commands.scheduler import Scheduler
 from events.redis.append_call import require_durable
 from events.redis.answer_cache import RecallCache
 from events.redis.client import connect
+from events.redis.counters import Counters
 from events.redis.store import EventStore
 from gateway.http.appkeys import (
     ACTIVITY, AUDIT, BACKGROUND, CLOCK, COMMANDS, EMBEDDER, EPOCH_GUARD, EVAL, GRAPH, PROJECTORS, REACTIONS, READER, RECALL, RECALL_CACHE,
@@ -171,10 +172,11 @@ async def resources(app: web.Application) -> AsyncIterator[None]:
                                capacity=settings.forget_capacity, wait_s=settings.projection_wait_s)
     app[REACTIONS] = None
     if settings.run_reactions:
-        policies = [QualityNoticePolicy(reader, redis), PassiveValidatorPolicy(app[RECALL], reader, redis),
+        counters = Counters(redis)
+        policies = [QualityNoticePolicy(reader, counters), PassiveValidatorPolicy(app[RECALL], reader, counters),
                     CorrectionCascadePolicy(app[GRAPH], store)]
         if settings.llm_endpoint:
-            llm = ChatClient(settings.llm_endpoint, settings.llm_model, settings.llm_api_key, redis=redis,
+            llm = ChatClient(settings.llm_endpoint, settings.llm_model, settings.llm_api_key, counters=counters,
                              daily_limit=settings.llm_daily_limit, clock=app[CLOCK])
             closers.append(llm.close)
             policies.append(LLMEntityPolicy(llm))

@@ -10,6 +10,7 @@ from aiohttp import web
 from commands.llm import BudgetExhausted, ChatClient, LLMError
 from commands.reactions.llm_entities import parse_entities
 from events.clock import ManualClock
+from events.redis.counters import Counters
 
 
 @pytest.fixture
@@ -45,7 +46,7 @@ def settings_overrides(chat_server) -> dict:
 
 
 async def test_the_client_speaks_the_wire_format_retries_and_keeps_a_budget(chat_server, redis):
-    client = ChatClient(str(chat_server.make_url("/v1")), "m1", "sk-x", redis=redis, daily_limit=3,
+    client = ChatClient(str(chat_server.make_url("/v1")), "m1", "sk-x", counters=Counters(redis), daily_limit=3,
                         clock=ManualClock(1_800_000_000_000))
     client.backoff_s = (0.0,)
     try:

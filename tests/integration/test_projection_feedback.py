@@ -12,6 +12,7 @@ import pytest
 from commands.reactions.quality import QualityNoticePolicy
 from events.catalogue import MemoryFeedback, MemoryQualityDropped, new_event
 from events.envelope import Event
+from events.redis.counters import Counters
 from projections.core import checkpoint as checkpoint_file
 from projections.core.errors import RebuildRequired
 from tests.hash_embedder import HashEmbedder
@@ -58,7 +59,7 @@ async def test_one_agents_repeated_and_changed_votes_count_once(store, redis, tm
     assert not quality_low(row)
     assert choose([row]) == []
     assert quality_deadline([{**row, "quality_notice_at": NOTICE}], NOTICE_MS + 30 * DAY_MS) == []
-    policy = QualityNoticePolicy(MemoriesReader(tmp_path), redis)
+    policy = QualityNoticePolicy(MemoriesReader(tmp_path), Counters(redis))
     assert await policy.decide(last) == []
 
 
@@ -70,7 +71,7 @@ async def test_five_agents_votes_lower_quality(store, redis, tmp_path: Path, emb
     assert [(c.memory_id, c.reason) for c in choose([row])] == [("m1", "quality_low")]
     noticed = {**row, "quality_notice_at": NOTICE}
     assert [d.memory_id for d in quality_deadline([noticed], NOTICE_MS + 8 * DAY_MS)] == ["m1"]
-    [event] = await QualityNoticePolicy(MemoriesReader(tmp_path), redis).decide(last)
+    [event] = await QualityNoticePolicy(MemoriesReader(tmp_path), Counters(redis)).decide(last)
     assert isinstance(event.data, MemoryQualityDropped)
     assert (event.data.memory_id, event.data.feedback) == ("m1", 5)
 

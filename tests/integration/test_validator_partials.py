@@ -4,10 +4,11 @@ earns +0.10, and a redelivered commit keeps its place (never counted twice)."""
 from __future__ import annotations
 
 from commands.reactions.validator import PassiveValidatorPolicy
+from events.redis.counters import Counters
 
 
 async def test_every_third_partial_overlap_counts_once(redis):
-    policy = PassiveValidatorPolicy(recall=None, reader=None, redis=redis)
+    policy = PassiveValidatorPolicy(recall=None, reader=None, counters=Counters(redis))
     causes = [f"{1000 + i}-0" for i in range(7)]
     got = [await policy._third_partial("m1", c) for c in causes]
     assert got == [False, False, True, False, False, True, False]
