@@ -1,4 +1,5 @@
-"""The memories projector against a real Redis log and a real LanceDB table in tmp_path."""
+"""The memories projector against a real Redis log and a real LanceDB table in tmp_path. A crash between the
+rows and the checkpoint, then a restart: tests/integration/test_projector_contract.py."""
 
 from __future__ import annotations
 
@@ -17,7 +18,6 @@ from tests.hash_embedder import HashEmbedder
 from projections.memories.projector import MemoriesProjector
 from projections.memories.schema import SCHEMA_VERSION
 from projections.memories.reader import MemoriesReader
-from projections.core.runner import ProjectionRunner
 
 
 def commit(mid: str, content: str, ns: str = "shared", agent: str = "alice", **kw) -> Event:
@@ -32,18 +32,6 @@ def delete(mid: str, version: int, reason: str = "", ns: str = "shared", agent: 
 async def append(store, *events: Event) -> list[Event]:
     res = await store.append(list(events))
     return [await store.get(p) for p in res.positions]
-
-
-class CrashBeforeCheckpoint(MemoriesProjector):
-    """Writes its rows, then 'crashes' once instead of writing the checkpoint."""
-
-    crashes = 1
-
-    async def _save_checkpoint(self, ck: Checkpoint) -> None:
-        if self.crashes and ck.position is not None and self._ck is not None:
-            self.crashes -= 1
-            raise OSError("simulated crash between the rows and the checkpoint")
-        await super()._save_checkpoint(ck)
 
 
 @pytest.fixture
@@ -118,37 +106,6 @@ async def test_unknown_and_unfolded_events_advance_the_checkpoint(store, tmp_pat
     assert await p.digest() == await MemoriesProjector(tmp_path / "empty", embedder).digest()  # no rows
     assert not await p._table.exists()
     await p.close()
-
-
-async def test_crash_between_rows_and_checkpoint_then_restart(store, tmp_path: Path, embedder) -> None:
-    batch1 = await append(store, commit("a", "alpha"), commit("b", "beta"))
-    batch2 = await append(store, delete("a", 2, "wrong"), commit("c", "gamma"), delete("c", 2))
-    batch3 = await append(store, commit("d", "delta"))
-
-    reference = MemoriesProjector(tmp_path / "reference", embedder)
-    await ProjectionRunner(store, reference, publish=False, batch_size=1).catch_up()
-    expected = await reference.digest()
-    await reference.close()
-
-    live = tmp_path / "live"
-    crashy = CrashBeforeCheckpoint(live, embedder)
-    await crashy.apply(batch1)
-    digest_before = await crashy.digest()
-    with pytest.raises(OSError, match="simulated crash"):
-        await crashy.apply(batch2)
-    # the rows of batch 2 are in the table, the checkpoint still says batch 1
-    assert await crashy.load_checkpoint() == batch1[-1].position
-    assert await crashy.digest() == digest_before  # the digest is as of the checkpoint
-    await crashy.close()
-
-    restarted = MemoriesProjector(live, embedder)
-    runner = ProjectionRunner(store, restarted, publish=False)
-    assert await runner.catch_up() == batch3[-1].position
-    assert runner.events_applied == len(batch2) + len(batch3)
-    assert await restarted.digest() == expected
-    await restarted.close()
-    history = MemoriesReader(live).get("a")["version_history"]
-    assert [h["reason"] for h in history] == ["initial", "deleted: wrong"]  # not appended twice
 
 
 async def test_replaying_over_existing_rows_without_a_checkpoint(store, tmp_path: Path, embedder) -> None:

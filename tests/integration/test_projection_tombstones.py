@@ -124,17 +124,12 @@ async def test_applying_a_batch_twice_changes_nothing(store, tmp_path: Path) -> 
     await replayed.close()
 
 
-async def test_a_crash_between_the_rows_and_the_checkpoint(store, tmp_path: Path) -> None:
+async def test_a_crash_before_the_checkpoint_then_a_retry_by_the_same_writer(store, tmp_path: Path) -> None:
+    """A restart after such a crash is the contract suite's (tests/integration/test_projector_contract.py);
+    here the same writer retries the batch: its rows are already there, the checkpoint catches up."""
     batch1 = await append(store, forgot("a"), forgot("b"))
     batch2 = await append(store, forgot("c", "lru"), forgot("a", "lru"))
-    batch3 = await append(store, forgot("d", "quality_low"))
-    reference = TombstonesProjector(tmp_path / "reference")
-    await ProjectionRunner(store, reference, publish=False, batch_size=100).catch_up()
-    expected = await reference.digest()
-    await reference.close()
-
-    live = tmp_path / "live"
-    crashy = CrashBeforeCheckpoint(live)
+    crashy = CrashBeforeCheckpoint(tmp_path)
     await crashy.apply(batch1)
     before = await crashy.digest()
     with pytest.raises(OSError, match="simulated crash"):
@@ -145,21 +140,10 @@ async def test_a_crash_between_the_rows_and_the_checkpoint(store, tmp_path: Path
     await crashy.apply(batch2)  # retried by the same writer: the checkpoint catches up with its rows
     assert await crashy.load_checkpoint() == batch2[-1].position
     assert await crashy.digest() != before
-    await crashy.close()
-
-    crashy2 = CrashBeforeCheckpoint(live)
-    with pytest.raises(OSError, match="simulated crash"):
-        await crashy2.apply(batch3)
-    await crashy2.close()
-    restarted = TombstonesProjector(live)  # rolls the uncheckpointed commit back, then re-applies
-    runner = ProjectionRunner(store, restarted, publish=False)
-    assert await runner.catch_up() == batch3[-1].position
-    assert runner.events_applied == len(batch3)
-    assert await restarted.digest() == expected
-    reader = TombstonesReader(live)
-    assert await reader.count() == 4 and (await reader.list(original_id="a"))[0]["reason"] == "deprecated"
+    reader = TombstonesReader(tmp_path)
+    assert await reader.count() == 3 and (await reader.list(original_id="a"))[0]["reason"] == "deprecated"
     reader.close()
-    await restarted.close()
+    await crashy.close()
 
 
 async def test_digest_is_stable_across_rebuilds_and_batching(store, tmp_path: Path) -> None:
