@@ -1,4 +1,5 @@
-"""The admin event browser (`zhiyi events ls|show|tail|stats`): filtering, scanning, rendering.
+"""The admin event browser (`zhiyi events ls|show|tail|stats`): filtering and scanning, read
+through the event store. Its terminal rendering is the command line's (`gateway.cli.events`).
 
 Positions are compared as integer pairs (events.positions), never as strings. Time filters use
 the wall time of each event's HLC stamp; they are also turned into stream-id bounds (ids are ms
@@ -9,19 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import re
-import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, AsyncGenerator, Iterable
-
-import orjson
+from typing import TYPE_CHECKING, Any, AsyncGenerator
 
 from events import positions
-from events.codec import payload_to_dict, to_json_dict
 from events.envelope import Event
 from events.hlc import iso_from_ms
-from events.redis.store import EventStore
+
+if TYPE_CHECKING:
+    from events.redis.store import EventStore
 
 SLACK_MS = 60_000                  # HLC wall time vs stream-id time: widen id bounds by this
 MAX_SEQ = 2**64 - 1
@@ -198,11 +197,15 @@ class EventStats:
         self.last, self.last_ms = ev.position, event_ms(ev)
 
     def to_json(self) -> dict[str, Any]:
-        ranked = lambda c: dict(sorted(c.items(), key=lambda kv: (-kv[1], kv[0])))  # noqa: E731
         return {"total": self.total, "first": self.first, "last": self.last,
                 "first_time": None if self.first_ms is None else iso_from_ms(self.first_ms),
                 "last_time": None if self.last_ms is None else iso_from_ms(self.last_ms),
-                "by_type": ranked(self.by_type), "by_ns": ranked(self.by_ns), "by_agent": ranked(self.by_agent)}
+                "by_type": _ranked(self.by_type), "by_ns": _ranked(self.by_ns), "by_agent": _ranked(self.by_agent)}
+
+
+def _ranked(counts: Counter[str]) -> dict[str, int]:
+    """Most frequent first, then by name."""
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 async def count_stats(store: EventStore, flt: EventFilter, *, batch: int = 1000) -> EventStats:
@@ -216,118 +219,3 @@ async def count_stats(store: EventStore, flt: EventFilter, *, batch: int = 1000)
             if flt.matches(ev):
                 stats.add(ev)
     return stats
-
-
-# -- rendering
-
-def display_width(text: str) -> int:
-    """Terminal columns: East Asian wide/fullwidth count 2, combining marks 0."""
-    return sum(0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in "WF" else 1
-               for ch in text)
-
-
-def pad(text: str, width: int) -> str:
-    return text + " " * max(0, width - display_width(text))
-
-
-def truncate(text: str, max_width: int) -> str:
-    """Cut `text` to at most `max_width` columns, marking a cut with '…'."""
-    if display_width(text) <= max_width:
-        return text
-    out, used = "", 0
-    for ch in text:
-        used += display_width(ch)
-        if used > max_width - 1:
-            break
-        out += ch
-    return out + "…"
-
-
-def _clean(text: Any) -> str:
-    return " ".join(str(text).split())
-
-
-def _head(text: Any, n: int = 60) -> str:
-    s = _clean(text)
-    return s if len(s) <= n else s[:n] + "…"
-
-
-def summarize(event: Event) -> str:
-    """A short, one-line description of the payload."""
-    d = payload_to_dict(event.data)
-    if event.type == "recall.served":
-        n = len(d.get("result_ids") or ())
-        return f'query="{_head(d.get("query", ""))}" → {n} result{"" if n == 1 else "s"}'
-    if event.type == "agent.registered":
-        return f'{d.get("agent_id", "")} ({d.get("agent_type", "")}) main={d.get("main_namespace", "")}'
-    parts = [str(d["memory_id"])] if d.get("memory_id") else []
-    parts += [f'v{d["version"]}'] if "version" in d else []
-    parts += [_head(d["content"])] if d.get("content") else [f'query="{_head(d["query"])}"'] if d.get("query") else []
-    parts += [f'reason="{_head(d["reason"])}"'] if d.get("reason") else []
-    return " ".join(parts) or truncate(_clean(_dumps(d)), 80)
-
-
-def event_time(event: Event) -> str:
-    return iso_from_ms(event_ms(event))
-
-
-def event_to_json(event: Event) -> dict[str, Any]:
-    """`codec.to_json_dict` plus the HLC wall time as ISO 8601."""
-    return {**to_json_dict(event), "time": event_time(event)}
-
-
-def _dumps(obj: Any, *, indent: bool = False) -> str:
-    return orjson.dumps(obj, option=orjson.OPT_INDENT_2 if indent else 0, default=str).decode()
-
-
-HEADER = ("POSITION", "TIME", "TYPE", "NS", "AGENT", "SUMMARY")
-TAIL_WIDTHS = (15, 24, 20, 16, 16)   # fixed columns for `tail`, which cannot measure ahead
-
-
-def _cells(ev: Event) -> tuple[str, ...]:
-    return (ev.position, event_time(ev), ev.type, truncate(_clean(ev.ns) or "-", 24),
-            truncate(_clean(ev.agent) or "-", 24), summarize(ev))
-
-
-def _line(cells: tuple[str, ...], widths: tuple[int, ...]) -> str:
-    return "  ".join([*(pad(c, w) for c, w in zip(cells, widths)), cells[-1]]).rstrip()
-
-
-def format_table(events: Iterable[Event], *, widths: tuple[int, ...] | None = None, header: bool = True) -> str:
-    """Fixed-width columns padded by display width (so Chinese text lines up): measured from the
-    rows, or preset `widths` (`tail` prints rows as they come: TAIL_WIDTHS, header=False)."""
-    rows = [*([HEADER] if header else []), *(_cells(ev) for ev in events)]
-    if widths is None:
-        if len(rows) == int(header):
-            return "(no events)" if header else ""
-        widths = tuple(max(display_width(r[i]) for r in rows) for i in range(5))
-    return "\n".join(_line(r, widths) for r in rows)
-
-
-def format_event(event: Event) -> str:
-    """One event whole, as pretty JSON (non-ASCII kept as is)."""
-    return _dumps(event_to_json(event), indent=True)
-
-
-def format_jsonl(events: Iterable[Event]) -> str:
-    """One compact JSON object per line (ls/tail --json)."""
-    return "\n".join(_dumps(event_to_json(ev)) for ev in events)
-
-
-def format_stats(stats: EventStats) -> str:
-    """Totals, first/last position and counts by type, namespace and agent (most frequent first)."""
-    if not stats.total:
-        return "events: 0"
-    lines = [f"events: {stats.total}",
-             f"first:  {stats.first}  {iso_from_ms(stats.first_ms or 0)}",
-             f"last:   {stats.last}  {iso_from_ms(stats.last_ms or 0)}"]
-    data = stats.to_json()
-    for title, key in (("by type", "by_type"), ("by namespace", "by_ns"), ("by agent", "by_agent")):
-        names = {name or "-": n for name, n in data[key].items()}
-        width = max(display_width(name) for name in names)
-        lines += ["", f"{title}:"] + [f"  {pad(name, width)}  {n:>8}" for name, n in names.items()]
-    return "\n".join(lines)
-
-
-def format_stats_json(stats: EventStats) -> str:
-    return _dumps(stats.to_json(), indent=True)

@@ -18,6 +18,10 @@ TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
 )
 """Errors a background loop retries (with back-off up to `RETRY_BACKOFF_MAX_S`) instead of dying."""
 
+UNAVAILABLE_ERRORS: tuple[type[BaseException], ...] = (RedisConnectionError, RedisTimeoutError)
+"""Errors that mean Redis cannot be reached now (refused, reset, loading, timed out): a request that
+meets one is answered "unavailable" (HTTP 503), not as a failure of its own."""
+
 RETRY_BACKOFF_MAX_S = 2.0
 """The longest wait between two retries, so every loop resumes within seconds of Redis returning."""
 

@@ -70,7 +70,7 @@ class ConsumerGroup:
         """Up to `count` events never delivered to the group, waiting up to `block_ms` for them
         (XREADGROUP `>`); with `own_pending`, this consumer's unacknowledged events instead (id `0`,
         never blocking)."""
-        reply = await self.redis.xreadgroup(self.group, self.consumer, {self.stream: "0" if own_pending else ">"},
+        reply: Any = await self.redis.xreadgroup(self.group, self.consumer, {self.stream: "0" if own_pending else ">"},
                                             count=count, block=None if own_pending else block_ms)
         return [d for _, items in reply or [] for d in _deliveries(items)]
 

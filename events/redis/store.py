@@ -1,4 +1,12 @@
-"""The event store: the ONLY module that reads or writes the stream `zhiyi:events`.
+"""The event store: the ONLY writer of the stream `zhiyi:events`, and its reader for everyone but the
+reactions' consumer group.
+
+`events/redis/` is the only package that touches Redis; within it, this module alone appends to the
+stream, reads it (XRANGE, XREVRANGE, XREAD) and keeps the checkpoints, generations, epoch and
+write-side indexes. The other modules there: `consumer_groups` (the reactions runner reads the
+stream through its consumer group: XREADGROUP, XPENDING, XCLAIM, XACK, and writes the dead-letter
+stream), `counters` (commands' counters and flags), `answer_cache` (cached recall answers),
+`server_info` (probing and stopping a server).
 
 Appends go through one Lua script (`append.lua`) that atomically honours an idempotency
 key, checks guards (expected versions, absent keys), stamps each event with a hybrid

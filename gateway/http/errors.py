@@ -7,18 +7,19 @@ from typing import Any
 import orjson
 import structlog
 from aiohttp import web
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from commands.error_codes import ErrorCode
 from commands.errors import (
     CommandError, Conflict, Forbidden, IdempotencyKeyReused, InvalidCommand, NotFound, Unprocessable,
 )
 from events.errors import LogResetError, OutcomeUnknown
+from events.redis.client import UNAVAILABLE_ERRORS
 from gateway.http.appkeys import SETTINGS
 from projections.core.errors import InvalidQuery
 
 log = structlog.get_logger(__name__)
+
+_UNAVAILABLE: tuple[type[BaseException], ...] = (*UNAVAILABLE_ERRORS, ConnectionRefusedError)
 
 
 class ApiError(Exception):
@@ -90,7 +91,7 @@ async def error_middleware(request: web.Request, handler) -> web.StreamResponse:
         log.error("append.outcome_unknown", path=request.path, error=str(exc))
         return error_response(503, ErrorCode.OUTCOME_UNKNOWN, str(exc),
                               {"retry": "with the same Idempotency-Key"})
-    except (RedisConnectionError, RedisTimeoutError, ConnectionRefusedError) as exc:
+    except _UNAVAILABLE as exc:
         log.error("redis.unavailable", error=str(exc))
         return error_response(503, ErrorCode.UNAVAILABLE, "the event log (Redis) is unreachable")
     except Exception:  # noqa: BLE001 - the one place that turns surprises into a 500

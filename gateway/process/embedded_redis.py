@@ -1,4 +1,7 @@
-"""Finding Redis, or starting a private Redis/Valkey server with AOF under the data dir."""
+"""Finding Redis, or starting a private Redis/Valkey server with AOF under the data dir.
+
+The process side only: the Redis commands (PING, SHUTDOWN, the durability probe) are
+`events.redis.server_info`'s."""
 
 from __future__ import annotations
 
@@ -11,11 +14,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import redis as sync_redis
 import structlog
 
-from events.redis.append_call import require_durable
-from events.redis.client import connect
+from events.redis import server_info
 
 log = structlog.get_logger(__name__)
 
@@ -52,14 +53,7 @@ def server_binary(*, durable: bool = False) -> str:
 
 
 def reachable(url: str, timeout_s: float = 0.5) -> bool:
-    try:
-        client = sync_redis.Redis.from_url(url, socket_connect_timeout=timeout_s, socket_timeout=timeout_s)
-        try:
-            return bool(client.ping())
-        finally:
-            client.close()
-    except (sync_redis.RedisError, OSError, ValueError):
-        return False
+    return server_info.reachable(url, timeout_s)
 
 
 def recorded_url(data_dir: Path) -> str | None:
@@ -93,10 +87,7 @@ class EmbeddedRedis:
     def stop(self) -> None:
         if self.process is None:
             return
-        try:
-            client = sync_redis.Redis.from_url(self.url, socket_timeout=5)
-            client.shutdown()  # flushes the AOF
-        except (sync_redis.RedisError, OSError):
+        if not server_info.shutdown(self.url, timeout_s=5):  # a shutdown flushes the AOF
             self.process.terminate()
         try:
             self.process.wait(timeout=15)
@@ -108,14 +99,7 @@ class EmbeddedRedis:
 
 def check_durable(url: str) -> None:
     """Raise DurabilityUnavailable unless the server at `url` can confirm fsyncs (WAITAOF, AOF on)."""
-    async def check() -> None:
-        client = connect(url)
-        try:
-            await require_durable(client)
-        finally:
-            await client.aclose()
-
-    asyncio.run(check())
+    asyncio.run(server_info.check_durable(url))
 
 
 def start(data_dir: Path, *, timeout_s: float = 10.0, durable: bool = False) -> EmbeddedRedis:

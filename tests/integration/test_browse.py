@@ -19,6 +19,7 @@ from events.codec import encode_fields
 from events.envelope import Event
 from events.redis.store import EventStore
 from eventually import eventually
+from gateway.cli import events as render
 from gateway.cli.events import add_events_parser, run_events_command
 
 ZH = ("用户喜欢简洁的中文回答，不要冗长的解释；代码注释也用中文写，变量名保持英文，提交信息用英文祈使句。"
@@ -150,10 +151,10 @@ async def test_count_stats(store: EventStore, seeded: Seeded) -> None:
     assert (await count_stats(store, EventFilter(start=seeded.pos(0), end=seeded.pos(0)))).total == 1
     empty = await count_stats(store, EventFilter(agents={"nobody"}))
     assert (empty.total, empty.first) == (0, None)
-    doc = orjson.loads(browse.format_stats_json(stats))
+    doc = orjson.loads(render.format_stats_json(stats))
     assert doc["total"] == 7 and doc["by_agent"] == {"hermes": 4, "小明": 3}
     assert list(doc["by_type"])[0] == "memory.committed"      # most frequent first
-    text = browse.format_stats(stats)
+    text = render.format_stats(stats)
     assert "events: 7" in text and "小明-main" in text
 
 
@@ -162,34 +163,34 @@ async def test_count_stats(store: EventStore, seeded: Seeded) -> None:
 
 async def test_table_aligns_chinese_columns(store: EventStore, seeded: Seeded) -> None:
     events = await list_events(store, EventFilter())
-    lines = browse.format_table(events).splitlines()
+    lines = render.format_table(events).splitlines()
     assert lines[0].split() == ["POSITION", "TIME", "TYPE", "NS", "AGENT", "SUMMARY"]
     assert len(lines) == 8
     summary_cols, type_cols = set(), set()
     for line, e in zip(lines[1:], events):
         assert line.startswith(e.position)
-        assert browse.event_time(e) in line
-        type_cols.add(browse.display_width(line[:line.index(e.type)]))
-        summary = browse.summarize(e)
-        summary_cols.add(browse.display_width(line[:line.rindex(summary)]))
-    summary_cols.add(browse.display_width(lines[0][:lines[0].index("SUMMARY")]))
+        assert render.event_time(e) in line
+        type_cols.add(render.display_width(line[:line.index(e.type)]))
+        summary = render.summarize(e)
+        summary_cols.add(render.display_width(line[:line.rindex(summary)]))
+    summary_cols.add(render.display_width(lines[0][:lines[0].index("SUMMARY")]))
     assert len(type_cols) == 1 and len(summary_cols) == 1       # every column starts at one screen column
     row = lines[2]                                              # m1, Chinese content cut at 60 chars
     assert "m1 " + ZH[:60] + "…" in row
     assert 'query="中文偏好是什么" → 2 results' in lines[5]
-    assert browse.format_table([]) == "(no events)"
+    assert render.format_table([]) == "(no events)"
 
 
 async def test_json_renderings(store: EventStore, seeded: Seeded) -> None:
     events = await list_events(store, EventFilter())
-    rows = [orjson.loads(line) for line in browse.format_jsonl(events).splitlines()]
+    rows = [orjson.loads(line) for line in render.format_jsonl(events).splitlines()]
     assert [r["position"] for r in rows] == [e.position for e in events]
     assert rows[1]["data"]["content"] == ZH and rows[1]["ns"] == "hermes-main"
     assert rows[4]["data"]["scores"] == [0.91, 0.42]
-    pretty = browse.format_event(events[1])
+    pretty = render.format_event(events[1])
     assert ZH in pretty and "\\u" not in pretty and "\n  " in pretty    # non-ASCII kept, indented
     doc = orjson.loads(pretty)
-    assert doc["time"] == browse.event_time(events[1]) and doc["hlc"].endswith(":test-node")
+    assert doc["time"] == render.event_time(events[1]) and doc["hlc"].endswith(":test-node")
 
 
 # --------------------------------------------------------------------------- follow

@@ -10,6 +10,7 @@ from events import browse
 from events.browse import EventFilter, parse_time
 from events.catalogue import MemoryCommitted, MemoryDeleted, RecallServed
 from events.envelope import Event
+from gateway.cli import events as render
 
 NOW = datetime(2026, 12, 2, 12, 0, 0, tzinfo=UTC)
 NOW_MS = int(NOW.timestamp() * 1000)
@@ -162,22 +163,22 @@ def test_position_before() -> None:
 
 
 def test_display_width_pad_truncate() -> None:
-    assert browse.display_width("abc") == 3
-    assert browse.display_width("中文") == 4
-    assert browse.display_width("ｈｉ") == 4                    # fullwidth forms
-    assert browse.display_width("e\u0301") == 1                # combining accent takes no column
-    assert browse.display_width(browse.pad("中a", 6)) == 6
-    cut = browse.truncate("用户喜欢简洁的回答", 7)
-    assert cut.endswith("…") and browse.display_width(cut) <= 7
-    assert browse.truncate("short", 10) == "short"
+    assert render.display_width("abc") == 3
+    assert render.display_width("中文") == 4
+    assert render.display_width("ｈｉ") == 4                    # fullwidth forms
+    assert render.display_width("e\u0301") == 1                # combining accent takes no column
+    assert render.display_width(render.pad("中a", 6)) == 6
+    cut = render.truncate("用户喜欢简洁的回答", 7)
+    assert cut.endswith("…") and render.display_width(cut) <= 7
+    assert render.truncate("short", 10) == "short"
 
 
 def test_summaries() -> None:
     long = "记" * 80
-    s = browse.summarize(ev(data=MemoryCommitted("m-42", f"{long}\nsecond line", "ns", "fact", "system_fact")))
+    s = render.summarize(ev(data=MemoryCommitted("m-42", f"{long}\nsecond line", "ns", "fact", "system_fact")))
     assert s.startswith("m-42 " + "记" * 60) and s.endswith("…")
-    assert browse.summarize(ev("memory.deleted", data=MemoryDeleted("m-42", "ns", 2, "过时"))) == 'm-42 v2 reason="过时"'
-    r = browse.summarize(ev("recall.served", data=RecallServed("中文偏好", ("ns",), ("m1", "m2"), (0.9, 0.8))))
+    assert render.summarize(ev("memory.deleted", data=MemoryDeleted("m-42", "ns", 2, "过时"))) == 'm-42 v2 reason="过时"'
+    r = render.summarize(ev("recall.served", data=RecallServed("中文偏好", ("ns",), ("m1", "m2"), (0.9, 0.8))))
     assert r == 'query="中文偏好" → 2 results'
 
 
