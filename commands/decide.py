@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from commands.access import Actor
 from commands.error_codes import ErrorCode
 from commands.errors import Conflict, Forbidden, InvalidCommand, NotFound, Unprocessable
 from commands.model import (
-    Actor, AddSynonyms, CommitMemory, CorrectMemory, DeleteMemory, DeprecateMemory, GiveFeedback, RegisterAgent,
+    AddSynonyms, CommitMemory, CorrectMemory, DeleteMemory, DeprecateMemory, GiveFeedback, RegisterAgent,
 )
 from events.redis import keys
 from events.catalogue import (
@@ -65,8 +66,7 @@ def target_namespace(actor: Actor, cmd: CommitMemory) -> str:
 def check_dependencies(actor: Actor, cmd: CommitMemory, known: dict[str, MemoryIndex]) -> None:
     for dep in cmd.depends_on:
         idx = known.get(dep)
-        if idx is None or idx.deleted or not actor.can_read(idx.namespace) \
-                or (idx.namespace.endswith(EPHEMERAL_SUFFIX) and idx.namespace not in actor.own_namespaces):
+        if idx is None or idx.deleted or not actor.can_read(idx.namespace):
             raise NotFound(f"depends_on: unknown memory {dep}", {"field": "depends_on", "memory_id": dep},
                            code=ErrorCode.UNKNOWN_DEPENDENCY)
 
@@ -88,9 +88,9 @@ def _writable(actor: Actor, memory_id: str, current: MemoryIndex | None,
     (the losers of a delete race learn the current version); changing it otherwise is a 404."""
     if current is None or (current.deleted and not deleting):
         raise NotFound(f"memory {memory_id} not found", {"memory_id": memory_id})
+    if not actor.can_read(current.namespace):  # another agent's ephemeral memory: invisible
+        raise NotFound(f"memory {memory_id} not found", {"memory_id": memory_id})
     if not actor.can_write(current.namespace):
-        if current.namespace.endswith(EPHEMERAL_SUFFIX):  # others' ephemeral memories are invisible
-            raise NotFound(f"memory {memory_id} not found", {"memory_id": memory_id})
         raise Forbidden(f"memory {memory_id} is in agent {current.agent}'s private namespace "
                         f"{current.namespace}", {"memory_id": memory_id, "namespace": current.namespace})
     if current.deleted:
@@ -137,9 +137,7 @@ def decide_correct(actor: Actor, cmd: CorrectMemory, current: MemoryIndex | None
 def decide_feedback(actor: Actor, cmd: GiveFeedback, current: MemoryIndex | None) -> Event:
     """Any agent that can read a memory may say whether it helped; the version does not change.
     Each event is that agent's vote: the projection keeps its latest one (one vote per agent)."""
-    hidden = current is None or current.deleted or not actor.can_read(current.namespace) or \
-        (current.namespace.endswith(EPHEMERAL_SUFFIX) and current.namespace not in actor.own_namespaces)
-    if hidden:
+    if current is None or current.deleted or not actor.can_read(current.namespace):
         raise NotFound(f"memory {cmd.memory_id} not found", {"memory_id": cmd.memory_id})
     payload = MemoryFeedback(cmd.memory_id, current.namespace, cmd.verdict, cmd.reason)
     return new_event(payload, ns=current.namespace, agent=actor.agent_id, by=actor.by)

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable
+from typing import Any, ClassVar
 
 import structlog
 
+from commands.access import ScopeOf
 from commands.errors import Forbidden, InvalidCommand, NotFound
 from commands.model import Limits
 from commands.parsing import (
@@ -37,7 +38,6 @@ DIFFICULTIES = ("easy", "medium", "hard")
 MAX_GENERATED = 200
 DETAILS_IN_EVENT = 50          # per-query details go into eval.completed only for small runs
 GOLDEN_ID_RE = NAMESPACE_RE    # letters, digits, _.- (ids are "gs-<hex>")
-ScopeOf = Callable[[str], Awaitable[list[str]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +114,8 @@ def parse_generate(body: Any) -> GenerateGoldenSet:
 
 
 class EvalService:
+    reads: ClassVar[tuple[str, ...]] = ("memories",)   # projections a run or a generation waits for
+
     def __init__(self, store: EventStore, recaller: Recaller | None, memories: MemoriesReader) -> None:
         self.store = store
         self.recaller = recaller

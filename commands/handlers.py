@@ -11,6 +11,7 @@ from typing import Callable
 import orjson
 import structlog
 
+from commands.access import Actor
 from commands.decide import (
     Decision, decide_add_synonyms, decide_commit, decide_correct, decide_delete, decide_deprecate, decide_feedback,
     decide_forget, decide_register,
@@ -18,7 +19,7 @@ from commands.decide import (
 from commands.errors import Conflict, NotFound
 from commands.idempotency import ADMIN_SCOPE, key_reused as _key_reused, register_idempotency
 from commands.model import (
-    Actor, AddSynonyms, BatchCommit, CommitMemory, CorrectMemory, DeleteMemory, DeprecateMemory, GiveFeedback,
+    AddSynonyms, BatchCommit, CommitMemory, CorrectMemory, DeleteMemory, DeprecateMemory, GiveFeedback,
     IdempotencyRequest, Limits, RegisterAgent,
 )
 from events.errors import GuardFailed, IdempotencyConflict

@@ -1,10 +1,10 @@
-"""Command dataclasses (imperative names), the acting identity and request limits."""
+"""Command dataclasses (imperative names) and request limits (the acting identity: `commands.access`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from events.vocabulary import EPHEMERAL_SUFFIX, SHARED_NAMESPACE
+from events.vocabulary import SHARED_NAMESPACE
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,27 +21,6 @@ class Limits:
     max_include_namespaces: int = 16
     max_synonyms: int = 32
     max_synonym_chars: int = 64
-
-
-@dataclass(frozen=True, slots=True)
-class Actor:
-    """Who a request acts as: a registered agent, possibly through the admin key (`by='admin'`)."""
-
-    agent_id: str
-    main_namespace: str
-    ephemeral_namespace: str
-    by: str = ""
-
-    @property
-    def own_namespaces(self) -> tuple[str, str]:
-        return (self.main_namespace, self.ephemeral_namespace)
-
-    def can_write(self, namespace: str) -> bool:
-        return namespace == SHARED_NAMESPACE or namespace in self.own_namespaces
-
-    def can_read(self, namespace: str) -> bool:
-        """Own namespaces, shared, and other agents' non-ephemeral namespaces (opt-in at recall)."""
-        return self.can_write(namespace) or not namespace.endswith(EPHEMERAL_SUFFIX)
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,19 +21,20 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import structlog
 
 from commands.decide import decide_deadline_deprecations, decide_downweights, decide_forget
+from commands.rules.forgetting import DEFAULT_CAPACITY, ForgetCandidate, choose
+from commands.rules.time_rules import Due, quality_deadline, stale_unrecalled
 from events.catalogue import GraphPruned, new_event
 from events.clock import Clock
 from events.redis.client import RETRY_BACKOFF_MAX_S, TRANSIENT_ERRORS
 from events.vocabulary import SHARED_NAMESPACE
-from commands.rules.forgetting import DEFAULT_CAPACITY, ForgetCandidate, choose, live_rows
-from projections.graph.prune import PrunePlan, plan_prune
-from commands.rules.time_rules import Due, quality_deadline, stale_unrecalled
+from projections.graph.reader import PrunePlan
 from projections.memories.scores import STALE_IMPORTANCE_FACTOR
+from projections.queries.forgetting import live_rows
 
 log = structlog.get_logger(__name__)
 
@@ -61,6 +62,8 @@ class TickReport:
 
 @dataclass
 class Scheduler:
+    reads: ClassVar[tuple[str, ...]] = tuple(READS)   # what every rule decides on (the prune: the graph too)
+
     store: Any                  # events.redis.store.EventStore
     commands: Any               # commands.handlers.CommandService
     reader: Any                 # projections.memories.reader.MemoriesReader
@@ -117,7 +120,7 @@ class Scheduler:
         last = await self.store.last_position()
         if last and not await self.waiter.wait(["graph"], last, self.wait_s):
             raise SchedulerLag(last)
-        return await asyncio.to_thread(self.graph.with_connection, lambda conn: plan_prune(conn, now), PrunePlan())
+        return await asyncio.to_thread(self.graph.prune_plan, now)
 
     async def _prune(self, now: int) -> tuple[PrunePlan, str]:
         plan = await self._prune_plan(now)

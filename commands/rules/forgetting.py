@@ -1,4 +1,4 @@
-"""Which memories a forget run evicts (seed 3.3.1), read from the memories projection.
+"""Which memories a forget run evicts (seed 3.3.1), chosen from the live memory rows.
 
 In this order, each memory at most once (the first rule that takes it names the reason):
 
@@ -9,7 +9,8 @@ In this order, each memory at most once (the first rule that takes it names the 
    recall_count first, ties by the oldest last_recalled_at (never recalled first), then the oldest
    commit, then id. tier=core memories are never evicted for capacity.
 
-Pure over rows, so the same projection state always gives the same plan.
+Pure over rows (`projections.queries.forgetting.live_rows` reads them), so the same projection
+state always gives the same plan.
 """
 
 from __future__ import annotations
@@ -17,14 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from projections.core.lance import sql_quote
-
 QUALITY_LOW_BELOW = 0.2
 MIN_FEEDBACK = 5
 DEFAULT_CAPACITY = 10_000
-COLUMNS = ["id", "namespace", "version", "content", "quality_score", "useful_count", "not_useful_count", "status",
-           "timestamp", "tier", "decay_class", "freshness", "importance", "volatile_flag", "updated_at",
-           "quality_notice_at", "source", "confidence"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,17 +62,3 @@ def choose(rows: list[dict[str, Any]], capacity: int = DEFAULT_CAPACITY) -> list
         for row in evictable[:excess]:
             take(row, "lru")
     return out
-
-
-def live_rows(reader: Any, activity: Any, namespace: str | None = None) -> list[dict[str, Any]]:
-    """The live memories (all namespaces, or one) with the columns `choose` needs, their recall
-    counts from the activity projection (sync: run in a thread)."""
-    table = reader.table()
-    if table is None:
-        return []
-    where = "is_deleted = false" + (f" AND namespace = {sql_quote(namespace)}" if namespace else "")
-    rows = table.search().where(where).select(COLUMNS).limit(None).to_arrow().to_pylist()
-    recalls = activity.recalls([r["id"] for r in rows])
-    for r in rows:
-        r["recall_count"], r["last_recalled_at"] = recalls.get(r["id"], (0, ""))
-    return rows

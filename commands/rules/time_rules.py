@@ -7,7 +7,7 @@
 - Stale rule: a stale memory (marked so, or decayed to the floor) that nobody recalled for 180
   days (counting from its latest version when it was never recalled) gets importance factor 0.1.
 
-Rows are those of `commands.rules.forgetting.live_rows` (live memories, with `recall_count`
+Rows are those of `projections.queries.forgetting.live_rows` (live memories, with `recall_count`
 and `last_recalled_at` from the activity projection).
 """
 
@@ -16,9 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from projections.memories.fold import QUALITY_DROP_BELOW, QUALITY_DROP_MIN_FEEDBACK
+from projections.memories import scores
 from projections.memories.scores import (
-    QUALITY_DEADLINE_DAYS, STALE_IMPORTANCE_FACTOR, STALE_UNRECALLED_DAYS, days_since, ms_of, scores_of,
+    QUALITY_DEADLINE_DAYS, QUALITY_DROP_BELOW, STALE_IMPORTANCE_FACTOR, STALE_UNRECALLED_DAYS, days_since, ms_of,
+    scores_of,
 )
 
 #: The stored importance factor already at (or below) the stale factor: nothing left to do.
@@ -34,8 +35,9 @@ class Due:
 
 
 def quality_low(row: dict[str, Any]) -> bool:
-    feedback = int(row.get("useful_count") or 0) + int(row.get("not_useful_count") or 0)
-    return feedback >= QUALITY_DROP_MIN_FEEDBACK and float(row.get("quality_score") or 0.0) < QUALITY_DROP_BELOW
+    """`projections.memories.scores.quality_low` of a memory row."""
+    return scores.quality_low(int(row.get("useful_count") or 0), int(row.get("not_useful_count") or 0),
+                              float(row.get("quality_score") or 0.0))
 
 
 def quality_deadline(rows: Iterable[dict[str, Any]], now_ms: int) -> list[Due]:

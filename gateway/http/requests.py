@@ -5,13 +5,14 @@ from __future__ import annotations
 import hashlib
 import re
 import zlib
-from typing import Any
+from typing import Any, Sequence
 
 import orjson
 from aiohttp import web
 from aiohttp.web_protocol import RequestPayloadError
 
-from commands.model import Actor, IdempotencyRequest
+from commands.access import Actor
+from commands.model import IdempotencyRequest
 from commands.error_codes import ErrorCode
 from commands.parsing import AGENT_ID_RE, parse_idempotency_key
 from events import positions
@@ -140,10 +141,17 @@ def after_param(request: web.Request, body: dict | None = None) -> str | None:
     return found
 
 
-async def wait_for_projections(request: web.Request, after: str | None, names: list[str]) -> None:
-    """Read-your-writes: wait until the projections this endpoint reads reached `after`."""
+def namespaces_param(request: web.Request) -> list[str]:
+    """`include_namespaces` in a query string: comma-separated, repeatable; '' names none."""
+    return [ns for v in request.query.getall("include_namespaces") if v for ns in v.split(",")]
+
+
+async def wait_for_projections(request: web.Request, after: str | None, reads: Sequence[str]) -> None:
+    """Read-your-writes: wait until the projections this endpoint reads (its query's `reads`)
+    reached `after`."""
     if not after:
         return
+    names = list(reads)
     timeout = request.app[SETTINGS].projection_wait_s
     waiter = request.app[WAITER]
     if await waiter.wait(names, after, 0):

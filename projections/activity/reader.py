@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import ClassVar
 
 from events.hlc import iso_from_ms
 from projections.serving.followers import ProjectionFollower
@@ -23,6 +24,8 @@ DB_FILE = "activity.db"
 
 class ActivityReader(SqliteReader):
     """Read-only access; a missing database reads as "never recalled"."""
+
+    reads: ClassVar[tuple[str, ...]] = ("activity",)   # the projection to wait for (read-your-writes)
 
     def __init__(self, directory: Path) -> None:
         super().__init__(directory, DB_FILE)

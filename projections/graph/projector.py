@@ -36,6 +36,7 @@ from events.catalogue import (
 )
 from events.envelope import Event
 from events.hlc import iso_from_ms
+from events.vocabulary import SHARED_NAMESPACE
 from projections.core.digest import Digester
 from projections.text.entities import extract
 from projections.graph.schema import DB_FILE, GRAPH_SCHEMA
@@ -47,7 +48,6 @@ REFERENCE_WEIGHT = 0.5
 DEPENDS_WEIGHT = 1.0
 DERIVED_WEIGHT = 1.0
 CO_RECALL_TOP = 5
-SHARED = "shared"
 #: Every write of a CO_OCCURS edge, numbered (weight -1: deleted), written by triggers whatever the
 #: statement: the gateway's in-memory prefetch partners (`projections.serving.prefetch`) follow it
 #: instead of querying the edges on every recall. Not graph state: the digest leaves it out, and
@@ -201,7 +201,7 @@ class GraphProjector(SqliteProjection):
         """Insert (or count one more piece of evidence for) an edge; its namespace is its source's."""
         if namespace is None:
             row = conn.execute("SELECT namespace FROM graph_nodes WHERE id = ?", (source,)).fetchone()
-            namespace = row[0] if row else SHARED
+            namespace = row[0] if row else SHARED_NAMESPACE
         eid = edge_id(relation, source, target)
         conn.execute(
             "INSERT INTO graph_edges (id, source_id, target_id, relation_type, weight, namespace, evidence_count, "
@@ -294,7 +294,7 @@ def _co_recalled(conn: sqlite3.Connection, recalls: list[tuple[list[str], str]])
         tops.append((top, at))
         for a, b in combinations(sorted(top), 2):
             # the edge lives with a private endpoint when there is one (seed 2.5.6: source's namespace)
-            src, dst = (b, a) if known[a] == SHARED and known[b] != SHARED else (a, b)
+            src, dst = (b, a) if known[a] == SHARED_NAMESPACE and known[b] != SHARED_NAMESPACE else (a, b)
             pair_ids[(a, b)] = (edge_id("CO_OCCURS", src, dst), src, dst)
     evidence = dict(_select_in(conn, "SELECT id, evidence_count FROM graph_edges WHERE id IN ({})",
                                [eid for eid, _, _ in pair_ids.values()]))

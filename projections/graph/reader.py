@@ -1,7 +1,8 @@
 """Read side of the knowledge graph (`projections.graph.projector`): stats, navigation, the pattern
-language, and the lookups recall and the correction cascade use. Every read is limited to the
-namespaces the caller may read (seed 2.5.6); a missing database reads as an empty graph.
-Synchronous (SQLite): call from a thread."""
+language, the prune plan, and the lookups recall and the correction cascade use. Every read is
+limited to the namespaces the caller may read (seed 2.5.6; None: every namespace, for the admin
+acting for nobody); a missing database reads as an empty graph. Synchronous (SQLite): call from a
+thread."""
 
 from __future__ import annotations
 
@@ -9,10 +10,16 @@ import sqlite3
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from projections.graph.schema import DB_FILE, NODE_TYPES, RELATION_TYPES
 from projections.core.sqlite_reader import SqliteReader
+from projections.graph.navigate import GraphNotFound, Path as GraphPath, navigate as find_paths
+from projections.graph.prune import PrunePlan, plan_prune
+from projections.graph.query import run as run_query
+from projections.graph.query_parse import Query
+from projections.graph.schema import DB_FILE, NODE_TYPES, RELATION_TYPES
+
+__all__ = ["GraphNotFound", "GraphPath", "GraphReader", "Neighbour", "PrunePlan"]
 
 PREFETCH_MIN_WEIGHT = 0.6          # seed 2.6 step 6 / appendix B prefetch.cooccur_threshold
 ENTITY_FANOUT = 50                 # memories reached through one entity, at most
@@ -32,6 +39,8 @@ def _marks(n: int) -> str:
 
 
 class GraphReader(SqliteReader):
+    reads: ClassVar[tuple[str, ...]] = ("graph",)   # the projection to wait for (read-your-writes)
+
     def __init__(self, directory: Path) -> None:
         super().__init__(directory, DB_FILE)
 
@@ -70,8 +79,32 @@ class GraphReader(SqliteReader):
             "SELECT DISTINCT namespace FROM graph_nodes ORDER BY namespace")], [])
 
     def with_connection(self, fn, empty):
-        """Run `fn(conn)` under the reader's lock (navigation, the pattern language)."""
+        """Run `fn(conn)` under the reader's lock; `empty` when there is no graph yet."""
         return self._read(fn, empty)
+
+    # ------------------------------------------------------------------ navigation, pattern language
+
+    def navigate(self, source: str, target: str, namespaces: list[str] | None, max_hops: int) -> list[GraphPath]:
+        """The best paths from `source` to `target` (`projections.graph.navigate`); GraphNotFound
+        for an end that is unknown or outside `namespaces` (with no graph yet: `source`)."""
+        def run(conn: sqlite3.Connection) -> list[GraphPath]:
+            return find_paths(conn, source, target, _readable(conn, namespaces), max_hops)
+
+        paths = self._read(run, None)
+        if paths is None:
+            raise GraphNotFound(source)
+        return paths
+
+    def query(self, query: Query, namespaces: list[str] | None) -> dict[str, Any]:
+        """A parsed pattern query (`projections.graph.query`) over `namespaces`: columns and rows."""
+        return self._read(lambda conn: run_query(conn, query, _readable(conn, namespaces)),
+                          {"columns": [], "rows": []})
+
+    # ------------------------------------------------------------------ maintenance
+
+    def prune_plan(self, now_ms: int) -> PrunePlan:
+        """What a graph prune at `now_ms` removes, archives and merges (`projections.graph.prune`)."""
+        return self._read(lambda conn: plan_prune(conn, now_ms), PrunePlan())
 
     # ------------------------------------------------------------------ recall, cascade
 
@@ -140,6 +173,13 @@ class GraphReader(SqliteReader):
             return sorted(out.values(), key=lambda n: (-n.weight, n.memory_id))[:limit]
 
         return self._read(run, [])
+
+
+def _readable(conn: sqlite3.Connection, namespaces: list[str] | None) -> list[str]:
+    if namespaces is not None:
+        return namespaces
+    return [r[0] for r in conn.execute("SELECT DISTINCT namespace FROM graph_nodes ORDER BY namespace")]
+
 
 @lru_cache(maxsize=64)
 def _partners_sql(n_ids: int, n_namespaces: int) -> str:

@@ -34,6 +34,7 @@ from projections.memories.record import (
     Committed, Corrected, Counted, Deleted, FieldsSet, Forgotten, HistoryEntry, MemoryState, Op, Register,
     VERDICTS, Stamp, Voted, apply,
 )
+from projections.memories.scores import NEUTRAL_QUALITY, QUALITY_DROP_FACTOR, quality_low
 from projections.text.lexical import index_text
 
 __all__ = ["CRDT", "fold", "op_of", "row_of", "stamp_of", "state_of"]
@@ -45,12 +46,6 @@ COMMIT_FIELDS = ("content", "category", "decay_class", "kind", "namespace", "age
 #: Registers that have a row column (their values live there; `crdt` keeps only their stamps).
 COLUMN_FIELDS = (*COMMIT_FIELDS, "freshness", "status")
 IMPORTANCE_AT_COMMIT = 1.0
-NEUTRAL_QUALITY = 0.5
-#: Seed 2.2: quality < 0.3 with >= 5 feedback -> importance x 0.5, at once (the stored importance is
-#: the factor the query-time importance formula multiplies by).
-QUALITY_DROP_BELOW = 0.3
-QUALITY_DROP_MIN_FEEDBACK = 5
-QUALITY_DROP_FACTOR = 0.5
 CONFIDENCE_CAP = 1.0
 
 
@@ -176,7 +171,7 @@ def row_of(state: MemoryState, previous: dict[str, Any] | None, *, model: str, p
     keep_vector = previous is not None and previous.get("content") == content
     useful, not_useful = state.votes_for("useful"), state.votes_for("not_useful")
     quality = useful / (useful + not_useful) if useful + not_useful else NEUTRAL_QUALITY
-    dropped = useful + not_useful >= QUALITY_DROP_MIN_FEEDBACK and quality < QUALITY_DROP_BELOW
+    dropped = quality_low(useful, not_useful, quality)
     history = state.ordered_history()
     versions = [e for e in history if e.kind in ("commit", "correct")]
     notice_ms = int(state.get("quality_notice_ms", 0) or 0)

@@ -13,7 +13,7 @@ import re
 import threading
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import lancedb
 import numpy as np
@@ -80,6 +80,8 @@ def _scored(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 class MemoriesReader:
+    reads: ClassVar[tuple[str, ...]] = ("memories",)   # the projection to wait for (read-your-writes)
+
     def __init__(self, directory: Path) -> None:
         self.directory = Path(directory)
         self._db: Any = None

@@ -38,7 +38,12 @@ RECENCY_PER_DAY = 0.0077          # exp(-0.0077 x 90) ~ 0.5
 DECAY_FLOOR = 0.1
 VOLATILE_DECAY_MULTIPLIER = 2.0
 DEFAULT_DECAY_RATE = DECAY_RATE_PER_DAY["system_fact"]
-NEUTRAL_QUALITY = 0.5
+NEUTRAL_QUALITY = 0.5             # quality without votes
+#: Seed 2.2 / 3.2.1: quality < 0.3 with >= 5 votes is low: the stored importance is halved at once
+#: (`projections.memories.fold`), a quality notice goes out, and 7 days later it is deprecated.
+QUALITY_DROP_BELOW = 0.3
+QUALITY_DROP_MIN_FEEDBACK = 5
+QUALITY_DROP_FACTOR = 0.5
 NEUTRAL_STANDING = 0.5
 #: Default weight of a memory's standing in its recall score (`importance_weight` per request).
 #: LoCoMo (tests/bench/locomo.py; no feedback there, every memory fresh, so only recall counts move
@@ -62,6 +67,11 @@ def ms_of(iso: str) -> int:
 
 def days_since(ms: int, now_ms: int) -> float:
     return max(0.0, (now_ms - ms) / DAY_MS) if ms else 0.0
+
+
+def quality_low(useful: int, not_useful: int, quality: float) -> bool:
+    """Low quality (seed 2.2): enough votes (agents, one each) and a quality below the threshold."""
+    return useful + not_useful >= QUALITY_DROP_MIN_FEEDBACK and quality < QUALITY_DROP_BELOW
 
 
 def recency_factor(days_old: float) -> float:

@@ -24,7 +24,7 @@ import threading
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import ClassVar, Iterable
 
 import orjson
 
@@ -110,6 +110,8 @@ class SynonymTable:
 
 class SynonymsReader:
     """Read side of the synonyms projection under `directory` (thread-safe, never creates files)."""
+
+    reads: ClassVar[tuple[str, ...]] = ("synonyms",)   # the projection to wait for (read-your-writes)
 
     def __init__(self, directory: Path) -> None:
         self.path = Path(directory).absolute() / DB_FILE  # `as_uri()` needs an absolute path

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import lancedb
 import pyarrow as pa
@@ -49,6 +49,8 @@ def _where(namespace: str | None, original_id: str | None, reason: str | None) -
 
 
 class TombstonesReader:
+    reads: ClassVar[tuple[str, ...]] = ("tombstones",)   # the projection to wait for (read-your-writes)
+
     def __init__(self, directory: Path) -> None:
         self.directory = Path(directory)
         self._db: Any = None

@@ -1,4 +1,4 @@
-"""MemoriesReader, RecallService and memory_stats over a projected LanceDB table."""
+"""MemoriesReader and RecallService over a projected LanceDB table."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from projections.core.errors import InvalidQuery
 from tests.hash_embedder import HashEmbedder
 from projections.memories.projector import MemoriesProjector
 from projections.queries.recall.service import RecallHit, RecallRequest, RecallService
-from projections.queries.stats import memory_stats
 from projections.memories.reader import MemoriesReader
 from projections.core.runner import ProjectionRunner
 
@@ -45,7 +44,6 @@ def test_an_absent_table_reads_as_empty(tmp_path: Path) -> None:
     assert reader.search(np.ones(16, dtype=np.float32), ["shared"], 5) == []
     assert reader.get("m1") is None
     assert reader.count_by_namespace() == {} and reader.count() == 0
-    assert memory_stats(reader) == {"total": 0, "namespaces": {}}
 
 
 async def test_search_prefilters_namespaces_and_drops_deleted_rows(store, tmp_path: Path) -> None:
@@ -82,7 +80,6 @@ async def test_get_counts_and_stats(store, tmp_path: Path) -> None:
     assert reader.get("missing") is None and reader.get("it's") is None  # quotes are escaped
     assert reader.count_by_namespace() == {"alice-main": 1, "shared": 1}
     assert reader.count() == 2
-    assert memory_stats(reader) == {"total": 2, "namespaces": {"alice-main": 1, "shared": 1}}
 
 
 async def test_ids_with_quotes_survive_projection_and_lookup(store, tmp_path: Path) -> None:

@@ -2,9 +2,10 @@ from __future__ import annotations
 
 import pytest
 
+from commands.access import Actor
 from commands.decide import decide_commit, decide_delete, decide_register
 from commands.errors import Conflict, Forbidden, InvalidCommand, NotFound
-from commands.model import Actor, CommitMemory, DeleteMemory, Limits, RegisterAgent
+from commands.model import CommitMemory, DeleteMemory, Limits, RegisterAgent
 from commands.parsing import parse_batch, parse_commit, parse_delete, parse_register
 from events.redis.store import AgentIndex, MemoryIndex
 

@@ -6,31 +6,15 @@ from typing import Any
 
 from aiohttp import web
 
-from commands.evaluation import EvalRun, ScopeOf, parse_generate, parse_run
-from commands.handlers import CommandService
+from commands.access import scope_resolver
+from commands.evaluation import EvalRun, parse_generate, parse_run
 from gateway.http.appkeys import COMMANDS, EVAL, SETTINGS, STORE
 from gateway.http.auth import principal, require_admin
-from gateway.http.handlers.recall import resolve_scope
 from gateway.http.requests import after_param, json_body, json_response, query_int, wait_for_projections
 from projections.queries.evaluation.eval_log import history as eval_history
 
-READS = ["memories"]
 MAX_HISTORY = 1000
 DEFAULT_HISTORY = 20
-
-
-def scope_resolver(commands: CommandService, namespace: str | None, *, agent_key: str | None) -> ScopeOf:
-    """Namespaces a query runs in, exactly as a recall by its agent would search them (admin key:
-    the query's `agent_id`, or `shared` / `namespace` without one; agent key: always itself)."""
-
-    async def scope_of(agent_id: str) -> list[str]:
-        if agent_key is not None:
-            actor = await commands.require_actor(agent_key)
-        else:
-            actor = await commands.require_actor(agent_id, by="admin") if agent_id else None
-        return resolve_scope(actor, namespace, ())
-
-    return scope_of
 
 
 def report_json(run: EvalRun) -> dict[str, Any]:
@@ -42,7 +26,7 @@ async def run(request: web.Request) -> web.Response:
     body, _ = await json_body(request, required=False)
     cmd = parse_run(body, request.app[SETTINGS].limits)
     who = principal(request)
-    await wait_for_projections(request, after_param(request, body), READS)
+    await wait_for_projections(request, after_param(request, body), request.app[EVAL].reads)
     scope_of = scope_resolver(request.app[COMMANDS], cmd.namespace, agent_key=None if who.is_admin else who.agent_id)
     done = await request.app[EVAL].run(cmd, scope_of, agent=who.agent_id or "admin",
                                        only_agent=None if who.is_admin else who.agent_id)
@@ -53,7 +37,7 @@ async def generate(request: web.Request) -> web.Response:
     require_admin(request)
     body, _ = await json_body(request, required=False)
     cmd = parse_generate(body)
-    await wait_for_projections(request, after_param(request, body), READS)
+    await wait_for_projections(request, after_param(request, body), request.app[EVAL].reads)
     golden = await request.app[EVAL].generate(cmd)
     return json_response(golden.to_json(), status=201)
 

@@ -3,17 +3,13 @@ and the provenance chain GET /api/v1/memory/{id}/versions (seed 3.3.3)."""
 
 from __future__ import annotations
 
-import asyncio
-
 from aiohttp import web
 
 from commands.error_codes import ErrorCode
 from commands.parsing import MEMORY_ID_RE, parse_correct, parse_deprecate, parse_feedback
-from events.vocabulary import EPHEMERAL_SUFFIX
-from gateway.http.appkeys import ACTIVITY, CLOCK, COMMANDS, READER, SETTINGS
+from gateway.http.appkeys import COMMANDS, QUERIES, SETTINGS
 from gateway.http.errors import ApiError
 from gateway.http.requests import acting_agent, after_param, idempotency, json_body, json_response, wait_for_projections
-from projections.memories.scores import scores_of
 
 
 def _verdict(verdict: str):
@@ -50,21 +46,18 @@ async def versions(request: web.Request) -> web.Response:
         raise ApiError(400, ErrorCode.INVALID_REQUEST, "memory_id: has an invalid format", {"field": "memory_id"})
     body = dict(request.query)
     actor = await acting_agent(request, body, required=False)
-    await wait_for_projections(request, after_param(request, body), ["memories", "activity"])
-    row = await asyncio.to_thread(request.app[READER].get, memory_id)
-    ns = row["namespace"] if row else ""
-    hidden = row is None or (actor is not None and (
-        not actor.can_read(ns) or (ns.endswith(EPHEMERAL_SUFFIX) and ns not in actor.own_namespaces)))
-    if hidden:
+    versions = request.app[QUERIES].versions
+    await wait_for_projections(request, after_param(request, body), versions.reads)
+    view = await versions.view(memory_id, actor.can_read if actor is not None else None)
+    if view is None:
         raise ApiError(404, ErrorCode.NOT_FOUND, f"memory {memory_id} not found", {"memory_id": memory_id})
-    recalls, last_recalled = (await asyncio.to_thread(request.app[ACTIVITY].recalls, [memory_id])).get(memory_id, (0, ""))
-    derived = scores_of(row, request.app[CLOCK].now_ms(), recalls, last_recalled)
+    row, derived = view.row, view.scores
     return json_response({
-        "memory_id": memory_id, "namespace": ns, "version": row["version"], "content": row["content"],
+        "memory_id": memory_id, "namespace": row["namespace"], "version": row["version"], "content": row["content"],
         "status": row.get("status", "active"), "is_deleted": row["is_deleted"], "volatile": row["volatile_flag"],
         "tier": row.get("tier", "normal"), "decay_class": row.get("decay_class", ""), "source": row.get("source", ""),
         "useful_count": row["useful_count"], "not_useful_count": row["not_useful_count"],
-        "recall_count": recalls, "last_recalled_at": last_recalled,
+        "recall_count": view.recall_count, "last_recalled_at": view.last_recalled_at,
         "quality_score": round(float(row["quality_score"]), 6), "quality_notice_at": row.get("quality_notice_at", ""),
         "importance_factor": round(float(row["importance"]), 6), "importance": round(derived.importance, 6),
         "decay": round(derived.decay, 6), "freshness": derived.freshness,

@@ -8,16 +8,17 @@ import asyncio
 
 from aiohttp import web
 
+from commands.access import resolve_scope
 from commands.error_codes import ErrorCode
 from commands.parsing import NAMESPACE_RE, is_text, opt_int, opt_str, require_object, str_list
 from gateway.http.appkeys import GRAPH, SETTINGS
 from gateway.http.errors import ApiError
-from gateway.http.handlers.recall import namespaces_param, resolve_scope
-from gateway.http.requests import acting_agent, after_param, json_body, json_response, wait_for_projections
-from projections.graph.navigate import GraphNotFound, navigate as navigate_paths
-from projections.graph.query import GraphQueryError, parse, run
+from gateway.http.requests import (
+    acting_agent, after_param, json_body, json_response, namespaces_param, wait_for_projections,
+)
+from projections.graph.query import GraphQueryError, parse
+from projections.graph.reader import GraphNotFound
 
-READS = ["graph"]
 NODE_ID_MAX = 512
 QUERY_MAX = 2000
 
@@ -33,18 +34,15 @@ async def _scope(request: web.Request, body: dict) -> list[str] | None:
     return resolve_scope(actor, namespace, include)
 
 
-async def _all_or(request: web.Request, scope: list[str] | None) -> list[str]:
-    return scope if scope is not None else await asyncio.to_thread(request.app[GRAPH].namespaces)
-
-
 async def stats(request: web.Request) -> web.Response:
     """Nodes, edges, density, by type and by namespace, over the graphs the caller may read."""
     body = dict(request.query)
     if "include_namespaces" in body:
         body["include_namespaces"] = namespaces_param(request)
     scope = await _scope(request, body)
-    await wait_for_projections(request, after_param(request, body), READS)
-    out = await asyncio.to_thread(request.app[GRAPH].stats, scope)
+    graph = request.app[GRAPH]
+    await wait_for_projections(request, after_param(request, body), graph.reads)
+    out = await asyncio.to_thread(graph.stats, scope)
     return json_response({**out, "namespaces": scope if scope is not None else sorted(out["by_namespace"])})
 
 
@@ -60,16 +58,12 @@ async def navigate(request: web.Request) -> web.Response:
             raise ApiError(400, ErrorCode.INVALID_REQUEST, f"{name}: is required", {"field": name})
     max_hops = opt_int(body, "max_hops", minimum=1, maximum=3, default=3)
     scope = await _scope(request, body)
-    await wait_for_projections(request, after_param(request, body), READS)
-    namespaces = await _all_or(request, scope)
+    graph = request.app[GRAPH]
+    await wait_for_projections(request, after_param(request, body), graph.reads)
     try:
-        paths = await asyncio.to_thread(request.app[GRAPH].with_connection,
-                                        lambda conn: navigate_paths(conn, source, target, namespaces, max_hops), None)
+        paths = await asyncio.to_thread(graph.navigate, source, target, scope, max_hops)
     except GraphNotFound as exc:
-        raise ApiError(404, ErrorCode.NOT_FOUND, f"node {exc.args[0] if exc.args else ''} not found",
-                       {"node": exc.args[0] if exc.args else ""}) from None
-    if paths is None:  # no graph yet
-        raise ApiError(404, ErrorCode.NOT_FOUND, f"node {source} not found", {"node": source})
+        raise ApiError(404, ErrorCode.NOT_FOUND, f"node {exc.node_id} not found", {"node": exc.node_id}) from None
     return json_response({"paths": [{"nodes": list(p.nodes), "edges": list(p.edges), "score": round(p.score, 6)}
                                     for p in paths]})
 
@@ -87,11 +81,9 @@ async def query(request: web.Request) -> web.Response:
         raise ApiError(422, ErrorCode.INVALID_QUERY, str(exc), {"field": "query",
                                                         "position": getattr(exc, "position", None)}) from None
     scope = await _scope(request, body)
-    await wait_for_projections(request, after_param(request, body), READS)
-    namespaces = await _all_or(request, scope)
-    result = await asyncio.to_thread(request.app[GRAPH].with_connection,
-                                     lambda conn: run(conn, parsed, namespaces), None)
-    return json_response(result if result is not None else {"columns": [], "rows": []})
+    graph = request.app[GRAPH]
+    await wait_for_projections(request, after_param(request, body), graph.reads)
+    return json_response(await asyncio.to_thread(graph.query, parsed, scope))
 
 
 def routes() -> list[web.RouteDef]:

@@ -2,54 +2,26 @@
 
 from __future__ import annotations
 
-import hashlib
 import time
 
-import orjson
-import structlog
 from aiohttp import web
 
+from commands.access import Actor, resolve_scope
 from commands.error_codes import ErrorCode
-from commands.model import Actor, Limits
+from commands.model import Limits
 from commands.parsing import NAMESPACE_RE, is_text, opt_float, opt_int, opt_str, str_list
-from events.vocabulary import EPHEMERAL_SUFFIX, SHARED_NAMESPACE
+from events.vocabulary import SHARED_NAMESPACE
 from events.catalogue import RecallServed, new_event
-from gateway.http.appkeys import AUDIT, READER, RECALL, RECALL_CACHE, SETTINGS, STORE
+from gateway.http.appkeys import AUDIT, QUERIES, READER, SETTINGS, STORE
 from gateway.http.errors import ApiError
 from gateway.http.requests import (
-    acting_agent, after_param, json_body, json_response, query_bool, query_int, query_number, wait_for_projections,
+    acting_agent, after_param, json_body, json_response, namespaces_param, query_bool, query_int, query_number,
+    wait_for_projections,
 )
-from projections.queries.recall.service import DEFAULT_CONTEXT, SHARED, RecallHit, RecallRequest
+from projections.queries.recall.service import DEFAULT_CONTEXT, RecallHit, RecallRequest
 from projections.memories.scores import DEFAULT_RANK_WEIGHT
 
-log = structlog.get_logger(__name__)
-
-READS = ["memories", "synonyms"]
 BOOTSTRAP_DEFAULT, BOOTSTRAP_MAX = 10, 50
-PREFETCH_FROM = 3   # the CO_OCCURS partners of the top 3 results
-
-
-def resolve_scope(actor: Actor | None, namespace: str | None, include: tuple[str, ...]) -> list[str]:
-    """Namespaces a recall searches (DESIGN.md §5): own + shared by default, others only when named."""
-    def check(ns: str) -> None:
-        if actor is not None and ns.endswith(EPHEMERAL_SUFFIX) and ns not in actor.own_namespaces:
-            raise ApiError(403, ErrorCode.FORBIDDEN, f"namespace {ns} is another agent's ephemeral namespace",
-                           {"namespace": ns})
-
-    if namespace is not None:
-        check(namespace)
-        return [namespace]
-    scope = [*actor.own_namespaces, SHARED_NAMESPACE] if actor is not None else [SHARED_NAMESPACE]
-    for ns in include:
-        check(ns)
-        if ns not in scope:
-            scope.append(ns)
-    return scope
-
-
-def namespaces_param(request: web.Request) -> list[str]:
-    """`include_namespaces` in a query string: comma-separated, repeatable; '' names none."""
-    return [ns for v in request.query.getall("include_namespaces") if v for ns in v.split(",")]
 
 
 def _query_params(request: web.Request, limits: Limits) -> dict:
@@ -100,30 +72,16 @@ async def recall(request: web.Request) -> web.Response:
     after = after_param(request, body)
     actor = await acting_agent(request, body, required=False)
     scope = resolve_scope(actor, namespace, include)
-    await wait_for_projections(request, after, READS)
-    store = request.app[STORE]
+    answers = request.app[QUERIES].recall
+    await wait_for_projections(request, after, answers.reads)
     req = RecallRequest(query=query, namespaces=scope, top_k=top_k, min_score=min_score, diversity=diversity,
-                        shared_fallback=namespace is not None and namespace != SHARED, context=context,
+                        shared_fallback=namespace is not None and namespace != SHARED_NAMESPACE, context=context,
                         importance_weight=weight)
-    service, cache = request.app[RECALL], request.app[RECALL_CACHE]
-    key = await _cache_key(store, service.fingerprint, req) if use_cache and cache.enabled else None
-    cached = await cache.get(key) if key else None
-    if cached is not None:
-        answer = orjson.loads(cached)
-        results, prefetch = answer["results"], answer["prefetch"]
-    else:
-        results = [_result(h) for h in await service.recall(req)]
-        prefetch = await service.prefetch([r["memory_id"] for r in results[:PREFETCH_FROM]], scope)
-        if key:  # cached with its prefetch (CO_OCCURS weights move slowly; the TTL bounds it)
-            await cache.put(key, orjson.dumps({"results": results, "prefetch": prefetch}))
-    # the projection position the answer reflects: the serving index's, saving a Redis round trip
-    index = getattr(service, "index", None)
-    position = index.position if index is not None and index.ready and index.position else \
-        await store.checkpoint("memories")
+    answer = await answers.answer(req, _result, use_cache=use_cache)
     took_ms = round((time.perf_counter() - started) * 1000, 2)
-    _audit(request, actor, query, scope, results, top_k)
-    return json_response({"results": results, "namespaces": scope, "position": position, "took_ms": took_ms,
-                          "cached": cached is not None, "prefetch": prefetch})
+    _audit(request, actor, query, scope, answer.results, top_k)
+    return json_response({"results": answer.results, "namespaces": scope, "position": answer.position,
+                          "took_ms": took_ms, "cached": answer.cached, "prefetch": answer.prefetch})
 
 
 def _result(h: RecallHit) -> dict:
@@ -141,16 +99,6 @@ def _result(h: RecallHit) -> dict:
     return out
 
 
-async def _cache_key(store, fingerprint: str, req: RecallRequest) -> str:
-    """Digest of everything the answer depends on, including the read generations (memories and
-    synonyms) of every namespace it may read: any write that could change it changes the key."""
-    namespaces = sorted({*req.namespaces, *([SHARED] if req.shared_fallback else [])})
-    gens = await store.generations([(projector, ns) for projector in ("memories", "synonyms") for ns in namespaces])
-    doc = [fingerprint, req.query, namespaces, req.top_k, req.min_score, req.diversity, req.shared_fallback,
-           req.context, req.importance_weight, gens]
-    return hashlib.sha256(orjson.dumps(doc)).hexdigest()
-
-
 async def bootstrap(request: web.Request) -> web.Response:
     """About ten core facts for a cold-starting agent: tier=core first, then by importance, newest first."""
     q = request.query
@@ -158,8 +106,9 @@ async def bootstrap(request: web.Request) -> web.Response:
     body = {k: q[k] for k in ("agent_id",) if k in q}
     actor = await acting_agent(request, body, required=False)
     scope = resolve_scope(actor, None, ())
-    await wait_for_projections(request, after_param(request, body), ["memories"])
-    rows = await request.app[READER].abootstrap(scope, limit)
+    reader = request.app[READER]
+    await wait_for_projections(request, after_param(request, body), reader.reads)
+    rows = await reader.abootstrap(scope, limit)
     results = [{"memory_id": r["id"], "content": r["content"], "namespace": r["namespace"], "category": r["category"],
                 "tier": r["tier"], "importance": round(float(r["importance"]), 6), "tags": list(r.get("tags") or []),
                 "source": r.get("source", ""), "version": int(r.get("version", 1)), "timestamp": r.get("timestamp", ""),

@@ -13,7 +13,6 @@ from gateway.http.auth import require_admin
 from gateway.http.errors import ApiError
 from gateway.http.requests import after_param, idempotency, json_body, json_response, query_int, wait_for_projections
 
-READS = ["synonyms"]
 MAX_LIST = 10_000
 DEFAULT_LIST = 1_000
 
@@ -37,8 +36,8 @@ def _list_params(request: web.Request) -> tuple[str | None, int]:
 async def listing(request: web.Request) -> web.Response:
     require_admin(request)
     namespace, limit = _list_params(request)
-    await wait_for_projections(request, after_param(request), READS)
     reader = request.app[SYNONYMS]
+    await wait_for_projections(request, after_param(request), reader.reads)
     rows = await asyncio.to_thread(reader.additions, namespace, limit)
     return json_response({"synonyms": rows, "total": len(rows),
                           "position": await request.app[STORE].checkpoint("synonyms")})

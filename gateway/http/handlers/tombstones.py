@@ -12,7 +12,6 @@ from gateway.http.errors import ApiError
 from gateway.http.requests import after_param, json_response, query_int, wait_for_projections
 from projections.tombstones.reader import MAX_LIMIT, REASONS
 
-READS = ["tombstones"]
 DEFAULT_LIMIT = 100
 MAX_OFFSET = 10_000_000
 
@@ -44,8 +43,9 @@ def _params(request: web.Request) -> dict:
 async def listing(request: web.Request) -> web.Response:
     require_admin(request)
     params = _params(request)
-    await wait_for_projections(request, after_param(request), READS)
-    rows, total = await request.app[TOMBSTONES].page(**params)
+    tombstones = request.app[TOMBSTONES]
+    await wait_for_projections(request, after_param(request), tombstones.reads)
+    rows, total = await tombstones.page(**params)
     return json_response({"tombstones": rows, "count": total,
                           "position": await request.app[STORE].checkpoint("tombstones")})
 
