@@ -37,7 +37,7 @@ def decide_register(cmd: RegisterAgent, existing: AgentIndex | None, main_owner:
                     ephemeral_owner: str | None, key_hash: str) -> Decision:
     if existing is not None:
         raise Conflict(f"agent {cmd.agent_id} is already registered", {"agent_id": cmd.agent_id},
-                       code="agent_exists")
+                       code=ErrorCode.AGENT_EXISTS)
     main = cmd.namespace or f"{cmd.agent_id}{MAIN_SUFFIX}"
     ephemeral = f"{cmd.agent_id}{EPHEMERAL_SUFFIX}"
     if main == SHARED_NAMESPACE or main.endswith(EPHEMERAL_SUFFIX):
@@ -46,7 +46,7 @@ def decide_register(cmd: RegisterAgent, existing: AgentIndex | None, main_owner:
     for ns, owner in ((main, main_owner), (ephemeral, ephemeral_owner)):
         if owner is not None and owner != cmd.agent_id:
             raise Conflict(f"namespace {ns} already belongs to agent {owner}", {"namespace": ns},
-                           code="namespace_taken")
+                           code=ErrorCode.NAMESPACE_TAKEN)
     event = new_event(AgentRegistered(cmd.agent_id, cmd.agent_type, main, ephemeral, key_hash),
                       ns=main, agent=cmd.agent_id, by="admin")
     guards = [Guard.absent(keys.agent(cmd.agent_id), "main"),
@@ -96,11 +96,11 @@ def _writable(actor: Actor, memory_id: str, current: MemoryIndex | None,
     if current.deleted:
         raise Conflict(f"memory {memory_id} is already deleted (version {current.version})",
                        {"memory_id": memory_id, "current_version": current.version,
-                        "expected_version": expected_version, "deleted": True}, code="version_conflict")
+                        "expected_version": expected_version, "deleted": True}, code=ErrorCode.VERSION_CONFLICT)
     if expected_version is not None and expected_version != current.version:
         raise Conflict(f"memory {memory_id} is at version {current.version}, not {expected_version}",
                        {"memory_id": memory_id, "current_version": current.version,
-                        "expected_version": expected_version}, code="version_conflict")
+                        "expected_version": expected_version}, code=ErrorCode.VERSION_CONFLICT)
     return current
 
 

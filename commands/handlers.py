@@ -6,7 +6,7 @@ import hashlib
 import secrets
 import uuid
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Awaitable, Callable, TypeVar
 
 import orjson
 import structlog
@@ -16,18 +16,24 @@ from commands.decide import (
     Decision, decide_add_synonyms, decide_commit, decide_correct, decide_delete, decide_deprecate, decide_feedback,
     decide_forget, decide_register,
 )
+from commands.error_codes import ErrorCode
 from commands.errors import Conflict, NotFound
 from commands.idempotency import ADMIN_SCOPE, key_reused as _key_reused, register_idempotency
 from commands.model import (
     AddSynonyms, BatchCommit, CommitMemory, CorrectMemory, DeleteMemory, DeprecateMemory, GiveFeedback,
     IdempotencyRequest, Limits, RegisterAgent,
 )
+from commands.rules.forgetting import ForgetCandidate
+from events.envelope import Event
 from events.errors import GuardFailed, IdempotencyConflict
-from events.redis.store import AppendResult, EventStore, Idempotency
+from events.redis.store import AppendResult, EventStore, Idempotency, MemoryIndex
 
 log = structlog.get_logger(__name__)
 
 DELETE_RETRIES = 3
+K = TypeVar("K")
+V = TypeVar("V")
+Chosen = TypeVar("Chosen")
 
 
 def hash_api_key(api_key: str) -> str:
@@ -47,7 +53,7 @@ def _registered(res: AppendResult) -> Registered:
     return Registered(blob["agent_id"], blob["api_key"], blob["namespaces"], res.position)
 
 
-def _remember(cache: dict, key, value) -> None:
+def _remember(cache: dict[K, V], key: K, value: V) -> None:
     if len(cache) >= ACTOR_CACHE_SIZE:
         cache.pop(next(iter(cache)))
     cache[key] = value
@@ -88,7 +94,7 @@ class Changed:
 
 @dataclass(frozen=True, slots=True)
 class Forgot:
-    forgotten: list  # [ForgetCandidate]
+    forgotten: list[ForgetCandidate]
     position: str
 
 
@@ -167,7 +173,7 @@ class CommandService:
                                           result=blob)
         except GuardFailed as exc:  # lost a race with a concurrent registration
             raise Conflict(f"agent {cmd.agent_id} or its namespace was registered concurrently",
-                           {"agent_id": cmd.agent_id}, code="agent_exists") from exc
+                           {"agent_id": cmd.agent_id}, code=ErrorCode.AGENT_EXISTS) from exc
         except IdempotencyConflict as exc:
             raise _key_reused(idempotency) from exc
         if not res.duplicate:
@@ -220,13 +226,14 @@ class CommandService:
             res = await self._append([event], actor, idem, b"{}")
         return FeedbackGiven(cmd.memory_id, cmd.verdict, res.position)
 
-    async def forget(self, plan, *, by: str = "admin") -> Forgot:
+    async def forget(self, plan: Callable[[], Awaitable[list[ForgetCandidate]]], *, by: str = "admin") -> Forgot:
         """Run `plan()` (the forget candidates, read from the projection) and append one
         `memory.forgotten` per candidate; when a memory changed meanwhile, plan again."""
         chosen, position = await self.planned(plan, lambda cands: decide_forget(cands, by=by), "forget")
         return Forgot(chosen, position)
 
-    async def planned(self, plan, decide, what: str) -> tuple[list, str]:
+    async def planned(self, plan: Callable[[], Awaitable[list[Chosen]]], decide: Callable[[list[Chosen]], Decision],
+                      what: str) -> tuple[list[Chosen], str]:
         """Run `plan()` (memories chosen from a projection, each with the version it was chosen
         at), append `decide(chosen)` guarded by those versions; when one changed meanwhile, plan
         again. Returns (chosen, position); ([], "") when nothing was chosen."""
@@ -242,9 +249,10 @@ class CommandService:
                 continue
             log.info(f"{what}.done", events=len(decision.events), position=res.position)
             return chosen, res.position
-        raise Conflict(f"memories are changing too fast for a {what} run; retry", {}, code="version_conflict")
+        raise Conflict(f"memories are changing too fast for a {what} run; retry", {}, code=ErrorCode.VERSION_CONFLICT)
 
-    async def _versioned(self, memory_id: str, decide, what: str, idempotency: Idempotency | None = None) -> Changed:
+    async def _versioned(self, memory_id: str, decide: Callable[[MemoryIndex | None], Decision], what: str,
+                         idempotency: Idempotency | None = None) -> Changed:
         """Decide on the current version and append guarded by it; on a race, decide again. A key
         seen before answers the original change (checked first: that change moved the version)."""
         if idempotency is not None and (previous := await self._replayed(idempotency)) is not None:
@@ -267,7 +275,7 @@ class CommandService:
             version = res.version if res.version is not None else decision.events[0].data.version
             return Changed(memory_id, version, res.position)
         raise Conflict(f"memory {memory_id} is changing too fast; retry", {"memory_id": memory_id},
-                       code="version_conflict")
+                       code=ErrorCode.VERSION_CONFLICT)
 
     async def add_synonyms(self, cmd: AddSynonyms, idem: IdempotencyRequest | None = None) -> SynonymsAdded:
         event = decide_add_synonyms(cmd)
@@ -279,7 +287,8 @@ class CommandService:
         log.info("synonym.added", term=data.term, ns=data.namespace, position=res.position)
         return SynonymsAdded(data.term, list(data.synonyms), data.namespace, res.position)
 
-    async def _append(self, events, actor: Actor, idem: IdempotencyRequest | None, blob: bytes) -> AppendResult:
+    async def _append(self, events: list[Event], actor: Actor, idem: IdempotencyRequest | None,
+                      blob: bytes) -> AppendResult:
         idempotency = self._idempotency(actor.agent_id, idem)
         try:
             return await self.store.append(events, idempotency=idempotency, result=blob)
@@ -303,5 +312,5 @@ class CommandService:
     async def require_actor(self, agent_id: str, *, by: str = "") -> Actor:
         actor = await self.actor_for(agent_id, by=by)
         if actor is None:
-            raise NotFound(f"agent {agent_id} is not registered", {"agent_id": agent_id}, code="unknown_agent")
+            raise NotFound(f"agent {agent_id} is not registered", {"agent_id": agent_id}, code=ErrorCode.UNKNOWN_AGENT)
         return actor

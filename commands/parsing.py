@@ -6,7 +6,7 @@ Everything is validated before anything is appended; errors name the offending f
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, overload
 
 from commands.error_codes import ErrorCode
 from commands.errors import InvalidCommand
@@ -80,6 +80,12 @@ def opt_str(body: dict, field: str, *, max_chars: int, default: str | None = Non
     if choices is not None and value not in choices:
         raise _fail(field, f"must be one of {', '.join(choices)}", allowed=list(choices))
     return value
+
+
+@overload
+def opt_int(body: dict[str, Any], field: str, *, minimum: int, maximum: int, default: int) -> int: ...
+@overload
+def opt_int(body: dict[str, Any], field: str, *, minimum: int, maximum: int, default: None = None) -> int | None: ...
 
 
 def opt_int(body: dict, field: str, *, minimum: int, maximum: int, default: int | None = None) -> int | None:

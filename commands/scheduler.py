@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar
 
 import structlog
 
-from commands.decide import decide_deadline_deprecations, decide_downweights, decide_forget
+from commands.decide import Decision, decide_deadline_deprecations, decide_downweights, decide_forget
+from commands.handlers import CommandService
 from commands.rules.forgetting import DEFAULT_CAPACITY, ForgetCandidate, choose
 from commands.rules.time_rules import Due, quality_deadline, stale_unrecalled
 from events.catalogue import GraphPruned, new_event
@@ -65,7 +66,7 @@ class Scheduler:
     reads: ClassVar[tuple[str, ...]] = tuple(READS)   # what every rule decides on (the prune: the graph too)
 
     store: Any                  # events.redis.store.EventStore
-    commands: Any               # commands.handlers.CommandService
+    commands: CommandService
     reader: Any                 # projections.memories.reader.MemoriesReader
     activity: Any               # projections.activity.reader.ActivityReader
     waiter: Any                 # projections.core.waiter.CheckpointWaiter
@@ -131,7 +132,7 @@ class Scheduler:
         res = await self.store.append([event])
         return plan, res.position
 
-    async def _select(self, rule, now: int) -> list[Due]:
+    async def _select(self, rule: Callable[[list[dict[str, Any]], int], list[Due]], now: int) -> list[Due]:
         return rule(await self._rows(), now)
 
     async def _forget_plan(self, capacity: int, namespace: str | None = None) -> list[ForgetCandidate]:
@@ -169,5 +170,5 @@ class Scheduler:
             wait, delay = interval_s, 0.1
 
 
-def _forget_decision(candidates: list[ForgetCandidate], *, by: str = "scheduler"):
+def _forget_decision(candidates: list[ForgetCandidate], *, by: str = "scheduler") -> Decision:
     return decide_forget(candidates, by=by)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 import zlib
-from typing import Any, Sequence
+from typing import Any, Literal, Sequence, overload
 
 import orjson
 from aiohttp import web
@@ -60,6 +60,12 @@ def _invalid(field: str, message: str, **extra: Any) -> ApiError:
     return ApiError(400, ErrorCode.INVALID_REQUEST, f"{field}: {message}", {"field": field, **extra})
 
 
+@overload
+def query_int(request: web.Request, field: str, *, default: int, minimum: int, maximum: int) -> int: ...
+@overload
+def query_int(request: web.Request, field: str, *, default: None, minimum: int, maximum: int) -> int | None: ...
+
+
 def query_int(request: web.Request, field: str, *, default: int | None, minimum: int, maximum: int) -> int | None:
     """An integer query parameter: ASCII digits only, within [minimum, maximum]."""
     raw = request.query.get(field)
@@ -98,6 +104,12 @@ def _agent_id_param(request: web.Request, body: dict) -> str | None:
     return value
 
 
+@overload
+async def acting_agent(request: web.Request, body: dict, *, required: Literal[True] = True) -> Actor: ...
+@overload
+async def acting_agent(request: web.Request, body: dict, *, required: bool) -> Actor | None: ...
+
+
 async def acting_agent(request: web.Request, body: dict, *, required: bool = True) -> Actor | None:
     """The agent a request acts as. The admin key names it with `agent_id`; an agent key is itself."""
     who = principal(request)
@@ -113,6 +125,7 @@ async def acting_agent(request: web.Request, body: dict, *, required: bool = Tru
     if named is not None and named != who.agent_id:
         raise ApiError(403, ErrorCode.FORBIDDEN, "only the admin key may act for another agent",
                        {"agent_id": named})
+    assert who.agent_id is not None  # an agent's key always names its agent (gateway.http.auth)
     return await commands.require_actor(who.agent_id)
 
 

@@ -168,7 +168,7 @@ def state_of(row: dict[str, Any]) -> MemoryState:
 def row_of(state: MemoryState, previous: dict[str, Any] | None, *, model: str, position: str) -> dict[str, Any]:
     """The row for `state`; the vector is kept when the content did not change, else None (to embed)."""
     content = state.get("content", "")
-    keep_vector = previous is not None and previous.get("content") == content
+    kept = previous if previous is not None and previous.get("content") == content else None  # its vector stays
     useful, not_useful = state.votes_for("useful"), state.votes_for("not_useful")
     quality = useful / (useful + not_useful) if useful + not_useful else NEUTRAL_QUALITY
     dropped = quality_low(useful, not_useful, quality)
@@ -192,8 +192,8 @@ def row_of(state: MemoryState, previous: dict[str, Any] | None, *, model: str, p
         "id": state.memory_id,
         "content": content,
         "search_text": index_text(content),
-        "vector": previous.get("vector") if keep_vector else None,
-        "model": previous.get("model", model) if keep_vector else model,
+        "vector": kept.get("vector") if kept is not None else None,
+        "model": kept.get("model", model) if kept is not None else model,
         "category": state.get("category", ""),
         "decay_class": state.get("decay_class", ""),
         "kind": state.get("kind", ""),

@@ -90,9 +90,8 @@ class TombstonesReader:
             raise InvalidQuery(f"offset must be >= 0, got {offset}")
         keys = await self._matching(_where(namespace, original_id, reason))
         ids = keys.column("id").to_pylist()[offset:offset + limit]
-        if not ids:
+        if not ids or (table := await self._open()) is None:
             return [], keys.num_rows
-        table = await self._open()
         rows = await table.query().where(sql_in("id", ids)).select(COLUMNS).to_list()
         by_id = {r["id"]: r for r in rows}
         return [by_id[i] for i in ids if i in by_id], keys.num_rows

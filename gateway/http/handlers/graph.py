@@ -5,6 +5,7 @@ POST /api/v1/graph/query. An agent sees its own namespaces' graphs plus `shared`
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from aiohttp import web
 
@@ -23,6 +24,10 @@ NODE_ID_MAX = 512
 QUERY_MAX = 2000
 
 
+def _required(field: str) -> ApiError:
+    return ApiError(400, ErrorCode.INVALID_REQUEST, f"{field}: is required", {"field": field})
+
+
 async def _scope(request: web.Request, body: dict) -> list[str] | None:
     """The namespaces this caller may read in the graph (None: all, the admin acting for nobody)."""
     actor = await acting_agent(request, body, required=False)
@@ -36,7 +41,7 @@ async def _scope(request: web.Request, body: dict) -> list[str] | None:
 
 async def stats(request: web.Request) -> web.Response:
     """Nodes, edges, density, by type and by namespace, over the graphs the caller may read."""
-    body = dict(request.query)
+    body: dict[str, Any] = dict(request.query)
     if "include_namespaces" in body:
         body["include_namespaces"] = namespaces_param(request)
     scope = await _scope(request, body)
@@ -53,9 +58,10 @@ async def navigate(request: web.Request) -> web.Response:
     body = require_object(body)
     source = opt_str(body, "source", max_chars=NODE_ID_MAX)
     target = opt_str(body, "target", max_chars=NODE_ID_MAX)
-    for name, value in (("source", source), ("target", target)):
-        if not value:
-            raise ApiError(400, ErrorCode.INVALID_REQUEST, f"{name}: is required", {"field": name})
+    if not source:
+        raise _required("source")
+    if not target:
+        raise _required("target")
     max_hops = opt_int(body, "max_hops", minimum=1, maximum=3, default=3)
     scope = await _scope(request, body)
     graph = request.app[GRAPH]
