@@ -1,19 +1,23 @@
 """`zhiyi eval run|generate|history`: the evaluation framework (seed 6.1) from the command line.
 
-Works in-process against the live data dir and the log, like `zhiyi digest`: it builds the same
-`RecallService` the gateway serves recalls with (over `<data-dir>/projections/memories`) and the
-same `EvalService`, acting with the admin's rights. `eval run` exits 1 when the run regressed
-(recall@5 more than 0.05 below the previous run), so it can gate a deployment.
+Works in-process against the live data dir and the log, like `zhiyi digest`: it opens the services
+through the same wiring as the gateway (`gateway.process.wiring`), so it recalls with the same
+`RecallService` (over `<data-dir>/projections/memories`) and the same `EvalService`, acting with the
+admin's rights. `eval run` exits 1 when the run regressed (recall@5 more than 0.05 below the previous
+run), so it can gate a deployment.
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import orjson
 
 from gateway.process.settings import Settings
+
+if TYPE_CHECKING:
+    from gateway.process.wiring import Services
 
 CATCH_UP_S = 10.0
 MAX_GENERATED = 200  # commands.evaluation.MAX_GENERATED (not imported: the parser stays light)
@@ -51,19 +55,9 @@ def add_eval_parser(subparsers: argparse._SubParsersAction, parents: list[argpar
     hist.add_argument("--json", action="store_true")
 
 
-def _embedder(settings: Settings) -> Any:
-    from projections.models.embedding import make_embedder
-
-    return make_embedder(bge_endpoint=settings.bge_endpoint, bge_api_key=settings.bge_api_key,
-                         bge_model=settings.bge_model, cache_path=str(settings.embedding_cache_path),
-                         threads=settings.embedding_threads)
-
-
-async def _caught_up(store: Any, out: TextIO) -> None:
-    from projections.core.waiter import CheckpointWaiter
-
-    last = await store.last_position()
-    if last and not await CheckpointWaiter(store).wait(["memories"], last, CATCH_UP_S):
+async def _caught_up(services: Services, out: TextIO) -> None:
+    last = await services.store.last_position()
+    if last and not await services.waiter.wait(["memories"], last, CATCH_UP_S):
         print(f"zhiyi eval: warning: the memories projection has not reached {last}; "
               "results reflect an older state (is `zhiyi up`/`zhiyi project` running?)", file=out)
 
@@ -94,74 +88,49 @@ def _print_history(data: dict[str, Any], out: TextIO) -> None:
 
 async def run_eval_command(args: argparse.Namespace, settings: Settings, out: TextIO, err: TextIO) -> int:
     from commands.errors import CommandError
-    from commands.evaluation import EvalService, GenerateGoldenSet, RunEval
-    from commands.handlers import CommandService
-    from events.redis.client import connect
-    from events.redis.store import EventStore
-    from gateway.http.handlers.evaluation import report_json, scope_resolver
-    from projections.queries.evaluation.eval_log import history
-    from gateway.process.runtime import build_recall
-    from projections.activity.reader import ActivityReader
-    from projections.synonyms.reader import SynonymsReader
-    from projections.memories.reader import MemoriesReader
-    from projections.core.epoch import open_projections_epoch
-    from projections.core.registry import projection_dir
+    from gateway.process.wiring import open_services
 
-    redis = connect(settings.redis_url)
-    store = EventStore(redis, origin="cli")
-    embedder = None
-    reader = None
-    reranker = None
-    recaller = None
-    synonyms = SynonymsReader(projection_dir(settings.data_dir, "synonyms"))
-    activity = ActivityReader(projection_dir(settings.data_dir, "activity"))
-    try:
-        await open_projections_epoch(store, settings.data_dir)  # a wiped log: refused (log_reset), not restarted
-        if args.eval_command == "history":
-            data = await history(store, args.limit)
-            out.write(orjson.dumps(data).decode() + "\n") if args.json else _print_history(data, out)
-            return 0
-        await _caught_up(store, err)
-        reader = MemoriesReader(projection_dir(settings.data_dir, "memories"))
-        embedder = _embedder(settings) if args.eval_command == "run" else None
-        if embedder is not None:
-            recaller, reranker = build_recall(settings, reader, embedder, synonyms, activity=activity)
-            await recaller.index.wait_ready()
-        else:
-            recaller = None
-        service = EvalService(store, recaller, reader)
-        if args.eval_command == "generate":
-            golden = await service.generate(GenerateGoldenSet(args.n, args.seed, args.namespace))
-            if args.json:
-                out.write(orjson.dumps(golden.to_json()).decode() + "\n")
-            else:
-                print(f"golden set {golden.golden_set_id} ({len(golden.queries)} queries, seed {golden.seed}) "
-                      f"at position {golden.position}", file=out)
-                for q in golden.queries:
-                    print(f"  {q.tag:<13} {q.difficulty:<6} {q.query[:70]}", file=out)
-            return 0
-        scope_of = scope_resolver(CommandService(store, settings.limits), args.namespace, agent_key=None)
-        done = await service.run(RunEval(None, args.golden_set_id, args.top_k, args.namespace), scope_of)
-        report = report_json(done)
-        trend = await history(store, 2)
-        out.write(orjson.dumps({**report, "delta": trend["delta"], "regressed": trend["regressed"]}).decode() + "\n") \
-            if args.json else _print_report(report, out)
-        if trend["regressed"]:
-            print("zhiyi eval run: recall@5 regressed by more than 0.05 against the previous run", file=err)
-            return 1
+    async with open_services(settings, origin="cli") as services:
+        try:
+            return await _eval(args, services, out, err)
+        except CommandError as exc:
+            print(f"zhiyi eval {args.eval_command}: {exc.message}", file=err)
+            return 2
+
+
+async def _eval(args: argparse.Namespace, services: Services, out: TextIO, err: TextIO) -> int:
+    from commands.evaluation import EvalService, GenerateGoldenSet, RunEval
+    from commands.access import scope_resolver
+    from gateway.http.handlers.evaluation import report_json
+    from projections.core.epoch import open_projections_epoch
+    from projections.queries.evaluation.eval_log import history
+
+    store = services.store
+    await open_projections_epoch(store, services.settings.data_dir)  # a wiped log: refused (log_reset), not restarted
+    if args.eval_command == "history":
+        data = await history(store, args.limit)
+        out.write(orjson.dumps(data).decode() + "\n") if args.json else _print_history(data, out)
         return 0
-    except CommandError as exc:
-        print(f"zhiyi eval {args.eval_command}: {exc.message}", file=err)
-        return 2
-    finally:
-        synonyms.close()
-        activity.close()
-        if reader is not None:
-            reader.close()
-        if embedder is not None:
-            embedder.close()
-        if reranker is not None:
-            await reranker.close()
-        if recaller is not None:
-            await recaller.index.close()
-        await redis.aclose()
+    await _caught_up(services, err)
+    if args.eval_command == "generate":  # no recall, so no embedding model to load
+        golden = await EvalService(store, None, services.memories).generate(
+            GenerateGoldenSet(args.n, args.seed, args.namespace))
+        if args.json:
+            out.write(orjson.dumps(golden.to_json()).decode() + "\n")
+        else:
+            print(f"golden set {golden.golden_set_id} ({len(golden.queries)} queries, seed {golden.seed}) "
+                  f"at position {golden.position}", file=out)
+            for q in golden.queries:
+                print(f"  {q.tag:<13} {q.difficulty:<6} {q.query[:70]}", file=out)
+        return 0
+    await services.recall.load(wait=True)
+    scope_of = scope_resolver(services.commands, args.namespace, agent_key=None)
+    done = await services.eval.run(RunEval(None, args.golden_set_id, args.top_k, args.namespace), scope_of)
+    report = report_json(done)
+    trend = await history(store, 2)
+    out.write(orjson.dumps({**report, "delta": trend["delta"], "regressed": trend["regressed"]}).decode() + "\n") \
+        if args.json else _print_report(report, out)
+    if trend["regressed"]:
+        print("zhiyi eval run: recall@5 regressed by more than 0.05 against the previous run", file=err)
+        return 1
+    return 0

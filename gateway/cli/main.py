@@ -199,16 +199,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_events(args: argparse.Namespace) -> int:
-    from events.redis.client import connect
-    from events.redis.store import EventStore
     from gateway.cli.events import run_events_command
+    from gateway.process.wiring import open_services
 
     async def main() -> int:
-        redis = connect(_redis_url(args))
-        try:
-            return await run_events_command(args, EventStore(redis, origin="cli"), out=sys.stdout)
-        finally:
-            await redis.aclose()
+        async with open_services(build_settings(args, _redis_url(args)), origin="cli") as services:
+            return await run_events_command(args, services.store, out=sys.stdout)
 
     try:
         return asyncio.run(main())

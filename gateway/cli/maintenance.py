@@ -7,20 +7,13 @@ from pathlib import Path
 
 import orjson
 
-from events.redis.client import connect
 from events.redis.store import EventStore
 from gateway.process.settings import Settings
-from projections.models.embedding import make_embedder
+from gateway.process.wiring import make_embedding_model, open_services
 from projections.core import replay as rebuilds
 from projections.core.registry import projections_root
 from projections.core.replay import ProjectionDigest
 from projections.core.replay_in_place import outdated, rebuild_in_place
-
-
-def _embedder(settings: Settings):
-    return make_embedder(bge_endpoint=settings.bge_endpoint, bge_api_key=settings.bge_api_key,
-                         bge_model=settings.bge_model, cache_path=str(settings.embedding_cache_path),
-                         threads=settings.embedding_threads)
 
 
 def _rows(digests: dict[str, ProjectionDigest]) -> list[dict]:
@@ -39,7 +32,7 @@ def _print(digests: dict[str, ProjectionDigest], title: str, as_json: bool) -> N
 
 def outdated_projections(settings: Settings) -> list[str]:
     """What stops this build from folding on the data dir's projections (see replay_in_place.outdated)."""
-    embedder = _embedder(settings)
+    embedder = make_embedding_model(settings)  # no loop yet (`zhiyi up` checks before it starts)
     try:
         return outdated(settings.data_dir, embedder)
     finally:
@@ -58,11 +51,8 @@ def refuse_outdated(settings: Settings) -> bool:
 
 
 async def print_digests(settings: Settings, *, as_json: bool = False) -> int:
-    embedder = _embedder(settings)
-    try:
-        digests = await rebuilds.live_digests(settings.data_dir, embedder)
-    finally:
-        embedder.close()
+    async with open_services(settings) as services:
+        digests = await rebuilds.live_digests(settings.data_dir, services.embedder)
     if as_json:
         print(orjson.dumps({"projections": _rows(digests)}).decode())
     else:
@@ -71,33 +61,22 @@ async def print_digests(settings: Settings, *, as_json: bool = False) -> int:
 
 
 async def replay(settings: Settings, into: Path, *, until: str | None, verify: bool, as_json: bool) -> int:
-    redis = connect(settings.redis_url)
-    store = EventStore(redis, origin="replay")
-    embedder = _embedder(settings)
-    try:
+    async with open_services(settings, origin="replay") as services:
+        store, embedder = services.store, services.embedder
         if verify:
             return await _verify(store, settings, into, embedder, as_json)
         digests = await rebuilds.rebuild(store, into, embedder, until)
-        if as_json:
-            print(orjson.dumps({"into": str(into), "projections": _rows(digests)}).decode())
-        else:
-            _print(digests, f"rebuilt into {into.resolve()}" + (f" until {until}" if until else "") + ":", False)
-        return 0
-    finally:
-        embedder.close()
-        await redis.aclose()
+    if as_json:
+        print(orjson.dumps({"into": str(into), "projections": _rows(digests)}).decode())
+    else:
+        _print(digests, f"rebuilt into {into.resolve()}" + (f" until {until}" if until else "") + ":", False)
+    return 0
 
 
 async def replay_in_place(settings: Settings, *, as_json: bool) -> int:
     """`zhiyi replay --in-place`: see projections.core.replay_in_place."""
-    redis = connect(settings.redis_url)
-    store = EventStore(redis, origin="replay")
-    embedder = _embedder(settings)
-    try:
-        done = await rebuild_in_place(store, settings.data_dir, embedder)
-    finally:
-        embedder.close()
-        await redis.aclose()
+    async with open_services(settings, origin="replay") as services:
+        done = await rebuild_in_place(services.store, settings.data_dir, services.embedder)
     kept = str(done.kept.resolve()) if done.kept else None
     if as_json:
         print(orjson.dumps({"epoch": done.epoch, "previous_epoch": done.previous_epoch, "kept": kept,

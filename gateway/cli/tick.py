@@ -5,7 +5,8 @@ up to date, so a running `zhiyi up` (or `zhiyi project`) is needed; exit 2 when 
 from __future__ import annotations
 
 import argparse
-from typing import TextIO
+import dataclasses
+from typing import Any, TextIO
 
 import orjson
 
@@ -29,42 +30,24 @@ def _pruned(plan) -> dict[str, int]:
 
 
 async def run_tick_command(args: argparse.Namespace, settings: Settings, out: TextIO, err: TextIO) -> int:
-    from commands.handlers import CommandService
-    from commands.scheduler import Scheduler, SchedulerLag
-    from events.clock import SystemClock
+    from commands.scheduler import SchedulerLag
     from events.hlc import iso_from_ms
-    from events.redis.client import connect
-    from events.redis.store import EventStore
-    from projections.activity.reader import ActivityReader
-    from projections.graph.reader import GraphReader
-    from projections.memories.reader import MemoriesReader
+    from gateway.process.wiring import open_services
     from projections.core.epoch import open_projections_epoch
-    from projections.core.registry import projection_dir
-    from projections.core.waiter import CheckpointWaiter
 
     if args.capacity is not None and args.capacity < 1:
         print("zhiyi tick: --capacity must be >= 1", file=err)
         return 2
-    redis = connect(settings.redis_url)
-    store = EventStore(redis, origin=settings.instance_id)
-    reader = MemoriesReader(projection_dir(settings.data_dir, "memories"))
-    activity = ActivityReader(projection_dir(settings.data_dir, "activity"))
-    graph = GraphReader(projection_dir(settings.data_dir, "graph"))
-    scheduler = Scheduler(store, CommandService(store, settings.limits), reader, activity, CheckpointWaiter(store),
-                          SystemClock(), graph=graph, capacity=settings.forget_capacity, wait_s=WAIT_S)
-    try:
-        await open_projections_epoch(store, settings.data_dir)  # a wiped log: refused (log_reset), not restarted
-        report = await scheduler.tick(dry_run=args.dry_run, capacity=args.capacity)
-    except SchedulerLag as exc:
-        print(f"zhiyi tick: the projections have not reached {exc.position} in {WAIT_S:.0f} s "
-              "(is `zhiyi up` running?)", file=err)
-        return 2
-    finally:
-        reader.close()
-        activity.close()
-        graph.close()
-        await redis.aclose()
-    doc = {"now": iso_from_ms(report.now_ms), "dry_run": report.dry_run, "position": report.position,
+    # the scheduler waits for the projections as long as a command may (the gateway's wait is shorter)
+    async with open_services(dataclasses.replace(settings, projection_wait_s=WAIT_S)) as services:
+        try:
+            await open_projections_epoch(services.store, settings.data_dir)  # a wiped log: refused, not restarted
+            report = await services.scheduler.tick(dry_run=args.dry_run, capacity=args.capacity)
+        except SchedulerLag as exc:
+            print(f"zhiyi tick: the projections have not reached {exc.position} in {WAIT_S:.0f} s "
+                  "(is `zhiyi up` running?)", file=err)
+            return 2
+    doc: dict[str, Any] = {"now": iso_from_ms(report.now_ms), "dry_run": report.dry_run, "position": report.position,
            "deprecated": [d.memory_id for d in report.deprecated],
            "downweighted": [d.memory_id for d in report.downweighted],
            "forgotten": [{"memory_id": c.memory_id, "reason": c.reason} for c in report.forgotten],

@@ -1,14 +1,21 @@
-"""The aiohttp app factory: middlewares, routes, resources. Nothing imports `gateway`."""
+"""The aiohttp app factory: middlewares, routes, and one cleanup context that opens the services
+(`gateway.process.wiring`), assigns the app keys and starts the runner tasks. Nothing imports `gateway`."""
 
 from __future__ import annotations
 
+import asyncio
 import time
+from typing import AsyncIterator
 
 import structlog
 from aiohttp import web
 
 from events.clock import SystemClock
-from gateway.http.appkeys import CLOCK, EMBEDDER, SETTINGS
+from gateway.http.appkeys import (
+    ACTIVITY, AUDIT, BACKGROUND, CLOCK, COMMANDS, EMBEDDER, EPOCH_GUARD, EVAL, GRAPH, PROJECTORS, QUERIES, REACTIONS,
+    READER, RECALL, RECALL_CACHE, RERANKER, RUNNER_TASKS, SCHEDULER, SETTINGS, STOPPING, STORE, SYNONYMS, TOMBSTONES,
+    WAITER,
+)
 from gateway.http.auth import PRINCIPAL, auth_middleware
 from gateway.http.epoch_guard import epoch_middleware
 from gateway.http.errors import error_middleware
@@ -16,10 +23,11 @@ from gateway.http.request_schema import unknown_query_middleware
 from gateway.http.handlers import (
     admin, agents, evaluation, feedback, graph, memories, recall, synonyms, system, tombstones,
 )
-from gateway.process.runtime import resources
+from gateway.process.wiring import Services, open_services
 from gateway.process.settings import Settings
 
 access_log = structlog.get_logger("zhiyi.access")
+log = structlog.get_logger(__name__)
 
 
 @web.middleware
@@ -45,7 +53,37 @@ def create_app(settings: Settings, *, embedder=None, clock=None) -> web.Applicat
     if embedder is not None:
         app[EMBEDDER] = embedder
     app[CLOCK] = clock if clock is not None else SystemClock()
-    app.cleanup_ctx.append(resources)
+    app.cleanup_ctx.append(services)
     for module in (system, agents, memories, feedback, admin, tombstones, recall, synonyms, evaluation, graph):
         app.add_routes(module.routes())
     return app
+
+
+async def services(app: web.Application) -> AsyncIterator[None]:
+    """The app's services for its lifetime: opened (`gateway=True`), assigned to the app keys, the
+    runner tasks started; on shutdown the wiring flushes the audit, stops the runners, closes the rest."""
+    async with open_services(app[SETTINGS], clock=app[CLOCK], embedder=app.get(EMBEDDER), gateway=True) as s:
+        app[STORE], app[EPOCH_GUARD], app[WAITER], app[EMBEDDER] = s.store, s.epoch_guard, s.waiter, s.embedder
+        app[READER], app[SYNONYMS], app[ACTIVITY], app[GRAPH], app[TOMBSTONES] = \
+            s.memories, s.synonyms, s.activity, s.graph, s.tombstones
+        app[COMMANDS], app[RECALL], app[RERANKER], app[RECALL_CACHE], app[QUERIES], app[EVAL] = \
+            s.commands, s.recall, s.reranker, s.recall_cache, s.queries, s.eval
+        app[SCHEDULER], app[REACTIONS], app[AUDIT], app[PROJECTORS] = s.scheduler, s.reactions, s.audit, s.projectors
+        app[BACKGROUND], app[STOPPING], app[RUNNER_TASKS] = s.background, s.stopping, s.runner_tasks
+        _start_runners(s)
+        yield
+
+
+def _start_runners(s: Services) -> None:
+    """The projectors (when they run in this process), the reactions and the periodic scheduler, as
+    tasks that stop when `s.stopping` is set (the wiring sets it and waits for them on shutdown)."""
+    settings = s.settings
+    if settings.run_projectors:
+        s.runner_tasks.append(asyncio.create_task(s.projector_runners.run(s.stopping), name="projectors"))
+        log.info("projectors.started", only=settings.projectors_only or "all")
+    if s.reactions is not None:
+        s.runner_tasks.append(asyncio.create_task(s.reactions.run(s.stopping), name="reactions"))
+        log.info("reactions.started", policies=[p.name for p in s.reactions.policies])
+    if settings.run_scheduler and settings.tick_interval_s > 0:
+        s.runner_tasks.append(asyncio.create_task(s.scheduler.run(s.stopping, settings.tick_interval_s),
+                                                  name="scheduler"))

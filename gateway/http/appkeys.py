@@ -1,35 +1,57 @@
-"""Typed application keys: every dependency the handlers use, injected by the app factory."""
+"""Typed application keys: every dependency the handlers use, assigned by the app's services context
+(`gateway.http.app`) from the one wiring (`gateway.process.wiring`)."""
 
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from commands.evaluation import EvalService
 from commands.handlers import CommandService
+from commands.reactions.runner import ReactionsRunner
+from commands.scheduler import Scheduler
+from events.clock import Clock
+from events.redis.answer_cache import RecallCache
 from events.redis.store import EventStore
+from gateway.http.audit import AuditWriter
+from gateway.process.queries import Queries
 from gateway.process.settings import Settings
+from projections.activity.reader import ActivityReader
+from projections.core.waiter import CheckpointWaiter
+from projections.graph.reader import GraphReader
+from projections.memories.reader import MemoriesReader
+from projections.models.cached_embedder import CachedEmbedder
+from projections.models.rerank import Reranker
+from projections.queries.recall.service import RecallService
+from projections.synonyms.reader import SynonymsReader
+from projections.tombstones.reader import TombstonesReader
+
+if TYPE_CHECKING:  # it imports this module (its middleware reads EPOCH_GUARD)
+    from gateway.http.epoch_guard import EpochGuard
 
 SETTINGS = web.AppKey("settings", Settings)
 STORE = web.AppKey("store", EventStore)
 COMMANDS = web.AppKey("commands", CommandService)
-RECALL = web.AppKey("recall", object)        # projections.queries.recall.service.RecallService
-READER = web.AppKey("reader", object)        # projections.memories.reader.MemoriesReader
-AUDIT = web.AppKey("audit", object)                 # gateway.http.audit.AuditWriter (buffered recall.served)
-RECALL_CACHE = web.AppKey("recall_cache", object)  # events.redis.answer_cache.RecallCache
-RERANKER = web.AppKey("reranker", object)  # projections.models.rerank.Reranker or None
-SYNONYMS = web.AppKey("synonyms", object)    # projections.synonyms.reader.SynonymsReader
-GRAPH = web.AppKey("graph", object)          # projections.graph.reader.GraphReader
-ACTIVITY = web.AppKey("activity", object)    # projections.activity.reader.ActivityReader
-TOMBSTONES = web.AppKey("tombstones", object)  # projections.tombstones.reader.TombstonesReader
-EVAL = web.AppKey("eval", object)            # commands.evaluation.EvalService
-CLOCK = web.AppKey("clock", object)          # events.clock.Clock (injectable: tests move time)
-SCHEDULER = web.AppKey("scheduler", object)  # commands.scheduler.Scheduler
-REACTIONS = web.AppKey("reactions", object)  # commands.reactions.runner.ReactionsRunner or None
-WAITER = web.AppKey("waiter", object)        # projections.core.waiter.CheckpointWaiter
-EMBEDDER = web.AppKey("embedder", object)
-PROJECTORS = web.AppKey("projectors", list)  # names of the projectors this deployment runs
-BACKGROUND = web.AppKey("background", set)   # fire-and-forget tasks (recall.served), drained on shutdown
-RUNNER_TASKS = web.AppKey("runner_tasks", list)
+RECALL = web.AppKey("recall", RecallService)
+QUERIES = web.AppKey("queries", Queries)            # the read use cases (gateway.process.queries)
+READER = web.AppKey("reader", MemoriesReader)
+AUDIT = web.AppKey("audit", AuditWriter)            # buffered recall.served
+RECALL_CACHE = web.AppKey("recall_cache", RecallCache)
+RERANKER: web.AppKey[Reranker | None] = web.AppKey("reranker")  # None unless one is configured
+SYNONYMS = web.AppKey("synonyms", SynonymsReader)
+GRAPH = web.AppKey("graph", GraphReader)
+ACTIVITY = web.AppKey("activity", ActivityReader)
+TOMBSTONES = web.AppKey("tombstones", TombstonesReader)
+EVAL = web.AppKey("eval", EvalService)
+CLOCK: web.AppKey[Clock] = web.AppKey("clock")      # injectable: tests move time
+SCHEDULER = web.AppKey("scheduler", Scheduler)
+REACTIONS: web.AppKey[ReactionsRunner | None] = web.AppKey("reactions")  # None: no reactions in this process
+WAITER = web.AppKey("waiter", CheckpointWaiter)
+EMBEDDER = web.AppKey("embedder", CachedEmbedder)
+PROJECTORS: web.AppKey[list[str]] = web.AppKey("projectors")  # names of the projectors this deployment runs
+BACKGROUND: web.AppKey[set[asyncio.Task]] = web.AppKey("background")  # fire-and-forget (recall.served), drained
+RUNNER_TASKS: web.AppKey[list[asyncio.Task]] = web.AppKey("runner_tasks")
 STOPPING = web.AppKey("stopping", asyncio.Event)
-EPOCH_GUARD = web.AppKey("epoch_guard", object)  # gateway.http.epoch_guard.EpochGuard (log_reset before auth)
+EPOCH_GUARD: web.AppKey[EpochGuard] = web.AppKey("epoch_guard")  # log_reset, checked before auth

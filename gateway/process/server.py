@@ -9,15 +9,13 @@ from pathlib import Path
 
 import structlog
 
-from events.redis.client import TRANSIENT_ERRORS, connect
+from events.redis.client import TRANSIENT_ERRORS
 from events.redis.store import EventStore
 from gateway.http import server as http_server
 from gateway.http.app import create_app
-from gateway.process.runtime import warm_up
 from gateway.process.settings import Settings
-from projections.models.embedding import make_embedder
+from gateway.process.wiring import Services, open_services, warm_up
 from projections.core.registry import NAMES
-from projections.core.runner_set import RunnerSet
 
 log = structlog.get_logger(__name__)
 
@@ -59,23 +57,23 @@ async def _report_ready(embedder, ready_file: Path | None) -> None:
 
 async def run_projectors(settings: Settings) -> int:
     """Run the projector runners in this process until SIGINT/SIGTERM, with a heartbeat key."""
-    redis = connect(settings.redis_url)
-    store = EventStore(redis, origin=settings.instance_id, durable=settings.durable)
-    embedder = make_embedder(bge_endpoint=settings.bge_endpoint, bge_api_key=settings.bge_api_key,
-                             bge_model=settings.bge_model, cache_path=str(settings.embedding_cache_path),
-                             threads=settings.embedding_threads)
     names = [n for n in NAMES if not settings.projectors_only or n in settings.projectors_only]
     if not names:
         log.error("projectors.none", only=settings.projectors_only)
         return 2
-    stop = asyncio.Event()
+    async with open_services(settings) as services:
+        return await _project(services, names)
+
+
+async def _project(services: Services, names: list[str]) -> int:
+    settings, store, stop = services.settings, services.store, services.stopping
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     # one task for all: it stops, waits and reopens them through a reset log (projections.core.runner_set)
-    runners = RunnerSet(store, settings.data_dir, embedder, only=tuple(names))
+    runners = services.projector_runners
     tasks = [asyncio.create_task(runners.run(stop), name="projectors")]
-    await _report_ready(embedder, settings.ready_file)
+    await _report_ready(services.embedder, settings.ready_file)
     log.info("projectors.running", names=names)
     rc = 0
     try:
@@ -95,6 +93,4 @@ async def run_projectors(settings: Settings) -> int:
     finally:
         stop.set()
         await asyncio.gather(*tasks, return_exceptions=True)
-        embedder.close()
-        await redis.aclose()
     return rc

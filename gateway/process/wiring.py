@@ -1,0 +1,405 @@
+"""One wiring: every service of a zhiyi process, built from its settings.
+
+`open_services` is the one place that builds the store, the readers, the recall service (which owns
+its serving index), the command services, the scheduler, the reaction policies and the audit
+writer; the HTTP app (`gateway.http.app`), every `zhiyi` command and the tests enter it.
+
+- Each piece is built on first use, so a command opens only what it needs (`zhiyi tick` loads no
+  embedding model, `zhiyi digest` connects to no Redis), and registers its own close on the exit
+  stack right after it opens: pieces close in the reverse order of opening (a piece before what it
+  was built on), each close bounded (a stuck or failing one is logged, the next still runs).
+- `gateway=True` (the HTTP app's process) opens everything up front, with what only a long-running
+  server wants (the durability check, the epoch guard, the in-memory followers of the activity and
+  graph projections, the query-embedding child, the model warm-ups, the serving index's load), then
+  registers the shutdown-ordered steps last so that they run first: the audit writer is flushed,
+  then `stopping` is set and the runner tasks (started by the app) are stopped, then the background
+  tasks are drained, then the rest closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, AsyncIterator, Awaitable, Callable
+
+import structlog
+
+from commands.evaluation import EvalService
+from commands.handlers import CommandService
+from commands.llm import ChatClient
+from commands.reactions.cascade import CorrectionCascadePolicy
+from commands.reactions.llm_entities import LLMEntityPolicy
+from commands.reactions.policy import Policy
+from commands.reactions.quality import QualityNoticePolicy
+from commands.reactions.runner import ReactionsRunner
+from commands.reactions.validator import PassiveValidatorPolicy
+from commands.scheduler import Scheduler
+from events.clock import Clock, SystemClock
+from events.redis.answer_cache import RecallCache
+from events.redis.append_call import require_durable
+from events.redis.client import connect
+from events.redis.counters import Counters
+from events.redis.store import EventStore
+from gateway.http.audit import SPILL_DIR as AUDIT_SPILL_DIR
+from gateway.http.audit import AuditWriter
+from gateway.http.epoch_guard import EpochGuard
+from gateway.process.queries import Queries, build_queries
+from gateway.process.settings import Settings
+from projections.activity.reader import ActivityReader, RecallCounts
+from projections.core.registry import NAMES, projection_dir
+from projections.core.runner_set import RunnerSet
+from projections.core.waiter import CheckpointWaiter
+from projections.graph.reader import GraphReader
+from projections.memories.reader import MemoriesReader
+from projections.models.cached_embedder import CachedEmbedder
+from projections.models.embedding import make_embedder
+from projections.models.embedding_process import ProcessEmbedder
+from projections.models.rerank import Reranker, make_reranker
+from projections.queries.recall.service import RecallService
+from projections.serving.followers import ProjectionFollower
+from projections.serving.prefetch import PrefetchPartners
+from projections.synonyms.reader import SynonymsReader
+from projections.tombstones.reader import TombstonesReader
+
+log = structlog.get_logger(__name__)
+
+CLOSE_TIMEOUT_S = 10.0
+RUNNERS_GRACE_S = 10.0
+
+
+@dataclass(eq=False)
+class Services:
+    """The services of one process, each built on first use (see the module doc); enter
+    `open_services` rather than building one."""
+
+    settings: Settings
+    clock: Clock
+    origin: str                     # the store's origin: stamped on every event it appends
+    gateway: bool                   # the HTTP app's process (see the module doc)
+    _stack: AsyncExitStack = field(repr=False)
+    _injected_embedder: CachedEmbedder | None = field(default=None, repr=False)  # tests share one loaded model
+    stopping: asyncio.Event = field(default_factory=asyncio.Event)          # the runners watch it
+    runner_tasks: list[asyncio.Task] = field(default_factory=list)          # started by the app
+    background: set[asyncio.Task] = field(default_factory=set)             # fire-and-forget, drained on close
+    _followers: list[ProjectionFollower] = field(default_factory=list, init=False, repr=False)
+
+    # ------------------------------------------------------------------ closing
+
+    def _closes(self, close: Callable[[], Awaitable[Any]], what: str) -> None:
+        self._stack.push_async_callback(_close_bounded, close, what)
+
+    def _closes_sync(self, close: Callable[[], Any], what: str) -> None:
+        self._stack.callback(_close_quietly, close, what)
+
+    # ------------------------------------------------------------------ the log
+
+    @cached_property
+    def store(self) -> EventStore:
+        redis = connect(self.settings.redis_url)
+        self._closes(redis.aclose, "redis")
+        return EventStore(redis, origin=self.origin, durable=self.settings.durable)
+
+    @cached_property
+    def counters(self) -> Counters:
+        return Counters(self.store.redis)
+
+    @cached_property
+    def waiter(self) -> CheckpointWaiter:
+        # without projectors in this process nothing notifies the waiters: they poll the checkpoints
+        return CheckpointWaiter(self.store, poll_s=0.02 if self.settings.run_projectors else 0.005)
+
+    @cached_property
+    def epoch_guard(self) -> EpochGuard:
+        return EpochGuard(self.store, self.settings.data_dir, reopen=self.reopen)
+
+    # ------------------------------------------------------------------ models
+
+    @cached_property
+    def embedder(self) -> CachedEmbedder:
+        if self._injected_embedder is not None:
+            return self._injected_embedder  # its owner closes it
+        embedder = make_embedding_model(self.settings)
+        self._closes_sync(embedder.close, "embedder")
+        return embedder
+
+    @cached_property
+    def query_embedder(self) -> ProcessEmbedder | None:
+        """The gateway's queries are embedded in a child process (the same local model), unless
+        settings say otherwise or an HTTP provider embeds."""
+        s = self.settings
+        if not (self.gateway and s.query_embedding_process and not s.bge_endpoint):
+            return None
+        child = ProcessEmbedder(s.embedding_threads)
+        self._closes(lambda: asyncio.to_thread(child.close), "query_embedder")
+        return child
+
+    @cached_property
+    def reranker(self) -> Reranker | None:
+        s = self.settings
+        if not (s.rerank_endpoint or s.local_rerank):
+            return None
+        reranker = make_reranker(s.rerank_endpoint, s.rerank_api_key, s.rerank_model)
+        self._closes(reranker.close, "reranker")
+        return reranker
+
+    def warm_up_models(self) -> None:
+        """Load the models the gateway uses off the loop, in the background: the query model, and the
+        memories' model unless a child embeds the queries and no projector runs here."""
+        models: list[Any] = [self.query_embedder] if self.query_embedder is not None else []
+        if self._injected_embedder is None and (self.query_embedder is None or self.settings.run_projectors):
+            models.append(self.embedder)
+        for model in models:
+            warm = asyncio.create_task(warm_up(model), name="embedder:warm_up")
+            self.background.add(warm)
+            warm.add_done_callback(self.background.discard)
+
+    # ------------------------------------------------------------------ read models
+
+    @cached_property
+    def memories(self) -> MemoriesReader:
+        return self._reader(MemoriesReader(projection_dir(self.settings.data_dir, "memories")), "memories")
+
+    @cached_property
+    def synonyms(self) -> SynonymsReader:
+        return self._reader(SynonymsReader(projection_dir(self.settings.data_dir, "synonyms")), "synonyms")
+
+    @cached_property
+    def activity(self) -> ActivityReader:
+        return self._reader(ActivityReader(projection_dir(self.settings.data_dir, "activity")), "activity")
+
+    @cached_property
+    def graph(self) -> GraphReader:
+        return self._reader(GraphReader(projection_dir(self.settings.data_dir, "graph")), "graph")
+
+    @cached_property
+    def tombstones(self) -> TombstonesReader:
+        return self._reader(TombstonesReader(projection_dir(self.settings.data_dir, "tombstones")), "tombstones")
+
+    def _reader(self, reader: Any, name: str) -> Any:
+        self._closes_sync(reader.close, name)
+        return reader
+
+    @cached_property
+    def recall_counts(self) -> RecallCounts:
+        """The activity projection's recall counts, followed in memory (the gateway's recalls)."""
+        return self._follower(RecallCounts(self.activity), "recall_counts")
+
+    @cached_property
+    def partners(self) -> PrefetchPartners:
+        """The graph's CO_OCCURS partners, followed in memory (the gateway's prefetch)."""
+        return self._follower(PrefetchPartners(self.graph), "prefetch_partners")
+
+    def _follower(self, follower: Any, name: str) -> Any:
+        self._followers.append(follower)
+        self._closes(follower.close, name)
+        return follower
+
+    # ------------------------------------------------------------------ queries and commands
+
+    @cached_property
+    def recall(self) -> RecallService:
+        """Recall as the gateway serves it; `zhiyi eval` and the reactions use the same. The gateway's
+        follows the activity and graph projections in memory, a command's reads them directly."""
+        recall = RecallService(self.memories, self.embedder, synonyms=self.synonyms, reranker=self.reranker,
+                               serving=True, activity=self.recall_counts if self.gateway else self.activity,
+                               clock=self.clock, graph=self.graph, query_embedder=self.query_embedder,
+                               partners=self.partners if self.gateway else None)
+        self._closes(recall.close, "serving_index")
+        return recall
+
+    @cached_property
+    def recall_cache(self) -> RecallCache:
+        return RecallCache(self.store.redis, self.settings.recall_cache_ttl_s)
+
+    @cached_property
+    def commands(self) -> CommandService:
+        return CommandService(self.store, self.settings.limits)
+
+    @cached_property
+    def eval(self) -> EvalService:
+        return EvalService(self.store, self.recall, self.memories)
+
+    @cached_property
+    def projectors(self) -> list[str]:
+        """Names of the projectors the deployment runs (here or in another process)."""
+        return list(NAMES)
+
+    @cached_property
+    def queries(self) -> Queries:
+        """The read use cases the HTTP handlers call."""
+        return build_queries(store=self.store, memories=self.memories, activity=self.activity, recall=self.recall,
+                             recall_cache=self.recall_cache, clock=self.clock, projectors=self.projectors)
+
+    @cached_property
+    def scheduler(self) -> Scheduler:
+        s = self.settings
+        return Scheduler(self.store, self.commands, self.memories, self.activity, self.waiter, self.clock,
+                         graph=self.graph, capacity=s.forget_capacity, wait_s=s.projection_wait_s)
+
+    # ------------------------------------------------------------------ background work
+
+    @cached_property
+    def llm(self) -> ChatClient | None:
+        s = self.settings
+        if not s.llm_endpoint:
+            return None
+        llm = ChatClient(s.llm_endpoint, s.llm_model, s.llm_api_key, counters=self.counters,
+                         daily_limit=s.llm_daily_limit, clock=self.clock)
+        self._closes(llm.close, "llm_client")
+        return llm
+
+    @cached_property
+    def reactions(self) -> ReactionsRunner | None:
+        """The reactions runner (None when this process runs no reactions)."""
+        if not self.settings.run_reactions:
+            return None
+        return ReactionsRunner(self.store, reaction_policies(self), consumer=self.settings.instance_id,
+                               waiter=self.waiter)
+
+    @cached_property
+    def projector_runners(self) -> RunnerSet:
+        """The projectors this process runs (`settings.projectors_only`, else all); they stop, wait and
+        reopen through a reset log (projections.core.runner_set)."""
+        return RunnerSet(self.store, self.settings.data_dir, self.embedder, only=self.settings.projectors_only,
+                         notify=self.waiter.notify)
+
+    @cached_property
+    def audit(self) -> AuditWriter:
+        """The buffered `recall.served` writer (the gateway starts it)."""
+        audit = AuditWriter(self.store, spill_dir=self.settings.data_dir / AUDIT_SPILL_DIR,
+                            instance=self.settings.instance_id)
+        self._closes(audit.close, "audit")
+        return audit
+
+    async def reopen(self, epoch: str) -> None:
+        """The projections were swapped (`zhiyi replay --in-place`; the epoch guard calls this): drop
+        every handle on the old folder; each reader reopens the new one on its next use, the
+        followers and the serving index reload."""
+        self.commands.forget_agents()  # registrations of a lost log must not authenticate
+        for reader in (self.memories, self.activity, self.graph, self.tombstones, self.synonyms):
+            reader.close()
+        for follower in self._followers:
+            await follower.reset()
+        await self.recall.reload()
+
+
+def make_embedding_model(settings: Settings) -> CachedEmbedder:
+    """The embedding model the settings choose (an HTTP provider, else the local one), with the data
+    dir's embedding cache; the caller closes it. `Services.embedder` is this one, opened and closed."""
+    s = settings
+    return make_embedder(bge_endpoint=s.bge_endpoint, bge_api_key=s.bge_api_key, bge_model=s.bge_model,
+                         cache_path=str(s.embedding_cache_path), threads=s.embedding_threads)
+
+
+def reaction_policies(services: Services) -> list[Policy]:
+    """The reaction policies a deployment runs: the quality notice, the passive validator and the
+    correction cascade, plus the LLM entity extraction when an LLM endpoint is configured."""
+    s = services
+    policies: list[Policy] = [QualityNoticePolicy(s.memories, s.counters),
+                              PassiveValidatorPolicy(s.recall, s.memories, s.counters),
+                              CorrectionCascadePolicy(s.graph, s.store)]
+    if s.llm is not None:
+        policies.append(LLMEntityPolicy(s.llm))
+    return policies
+
+
+@asynccontextmanager
+async def open_services(settings: Settings, *, clock: Clock | None = None, embedder: CachedEmbedder | None = None,
+                        origin: str | None = None, gateway: bool = False) -> AsyncIterator[Services]:
+    """The services of this process, closed when the block ends (see the module doc).
+
+    `clock` (events.clock): the scheduler's and the query-time scores' now (the system clock by
+    default). `embedder`: an already loaded model to share (its owner closes it); else settings choose
+    one. `origin`: stamped on appended events (the instance id by default)."""
+    async with AsyncExitStack() as stack:
+        services = Services(settings, clock if clock is not None else SystemClock(),
+                            origin or settings.instance_id, gateway, stack, embedder)
+        if gateway:
+            await _open_gateway(services, stack)
+        yield services
+
+
+async def _open_gateway(s: Services, stack: AsyncExitStack) -> None:
+    if s.settings.durable:  # refuse to start rather than acknowledge writes whose fsync cannot be confirmed
+        await require_durable(s.store.redis)
+    await s.epoch_guard.open()  # the projections' epoch, expected by every append from now on
+    # everything the app serves, opened before the shutdown-ordered steps below (so closed after them)
+    _opened = (s.commands, s.tombstones, s.recall, s.recall_cache, s.queries, s.eval, s.scheduler, s.reactions,
+               s.projector_runners if s.settings.run_projectors else None)
+    s.warm_up_models()
+    await s.recall.load()  # starts loading the serving index; LanceDB serves meanwhile
+    _shutdown_first(s, stack)
+
+
+def _shutdown_first(s: Services, stack: AsyncExitStack) -> None:
+    """The gateway's shutdown-ordered steps, registered after everything else so that they run
+    first: the audit writer is flushed (it is opened and started here), then `stopping` is set and
+    the runner tasks are stopped, then the background tasks are drained; the rest closes after."""
+    stack.push_async_callback(_drain, s.background)
+    stack.push_async_callback(_stop_runners, s)
+    s.audit.start()
+
+
+async def _stop_runners(s: Services) -> None:
+    s.stopping.set()
+    await _stop_tasks(s.runner_tasks, grace_s=RUNNERS_GRACE_S)
+
+
+async def _drain(background: set[asyncio.Task]) -> None:
+    if background:
+        await _bounded(asyncio.gather(*background, return_exceptions=True), "background")
+
+
+async def _stop_tasks(tasks: list[asyncio.Task], *, grace_s: float) -> None:
+    """Let the runners stop on their own (they watch `stopping`), then cancel what is left; never
+    wait on a task forever (one stuck in a provider call or a wait must not hang the shutdown)."""
+    if not tasks:
+        return
+    _, pending = await asyncio.wait(tasks, timeout=grace_s)
+    for task in pending:
+        task.cancel()
+    if pending:
+        _, stuck = await asyncio.wait(pending, timeout=2.0)
+        for task in stuck:
+            log.warning("shutdown.task_stuck", task=task.get_name())
+    for task in tasks:
+        if task.done() and not task.cancelled() and task.exception() is not None:
+            log.error("shutdown.task_failed", task=task.get_name(), error=str(task.exception()))
+
+
+async def _bounded(awaitable: Awaitable[Any], what: str, timeout_s: float = CLOSE_TIMEOUT_S) -> None:
+    """Await one shutdown step for at most `timeout_s`; a failure or a timeout is logged, not raised."""
+    try:
+        await asyncio.wait_for(awaitable, timeout_s)
+    except asyncio.TimeoutError:
+        log.error("shutdown.step_stuck", step=what, timeout_s=timeout_s)
+    except Exception as exc:  # noqa: BLE001 - the remaining steps still run
+        log.warning("shutdown.step_failed", step=what, error=str(exc))
+
+
+async def _close_bounded(close: Callable[[], Awaitable[Any]], what: str) -> None:
+    try:
+        step = close()
+    except Exception as exc:  # noqa: BLE001 - the remaining steps still run
+        log.warning("shutdown.step_failed", step=what, error=str(exc))
+        return
+    await _bounded(step, what, CLOSE_TIMEOUT_S)
+
+
+def _close_quietly(close: Callable[[], Any], what: str) -> None:
+    """A synchronous close (a reader's handles, a model): a failure is logged, the next step runs."""
+    try:
+        close()
+    except Exception as exc:  # noqa: BLE001 - the remaining steps still run
+        log.warning("shutdown.step_failed", step=what, error=str(exc))
+
+
+async def warm_up(embedder: Any) -> None:
+    """Load an embedding model off the loop; a failure is logged (the first use loads it again)."""
+    try:
+        await asyncio.to_thread(embedder.warm_up)
+    except Exception:  # noqa: BLE001 - the first request will load (and report) it again
+        log.exception("embedding.warm_up_failed")
+
