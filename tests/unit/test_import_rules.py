@@ -1,4 +1,13 @@
-"""DESIGN.md section 2 import rules, checked over the source tree."""
+"""DESIGN.md §2 import rules, checked exactly over the source tree (no whitelist).
+
+- `events` imports no other package of ours; only `events/redis/` imports `redis`.
+- `commands` imports `events` and, from `projections`, only what it needs to decide: `queries`, `text`,
+  `models`, and a read model's public read surface — its `reader` and `scores` modules
+  (`projections/<model>/reader.py`, a naming rule, not a list).
+- `projections` imports `events` and itself; `replicas` imports `events`, `commands`, `projections`.
+- `gateway` imports everything; nothing imports `gateway`.
+- Only the gateway's settings and the CLI's entry point read the environment, and nothing writes it.
+"""
 
 from __future__ import annotations
 
@@ -6,60 +15,112 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+OURS = ("events", "commands", "projections", "replicas", "gateway")
 ALLOWED = {
     "events": {"events"},
-    "commands": {"events", "commands", "projections"},   # commands may call projections.queries to decide
+    "commands": {"events", "commands", "projections"},
     "projections": {"events", "projections"},
-    "replicas": {"events", "projections", "replicas"},
+    "replicas": {"events", "commands", "projections", "replicas"},
+    "gateway": set(OURS),
 }
-OURS = {"events", "commands", "projections", "replicas", "gateway"}
+#: Folders of `projections/` that are not read models.
+NOT_READ_MODELS = {"core", "serving", "models", "text", "queries"}
+#: What `commands` may import from a read model's folder: its public read surface.
+READ_SURFACE = {"reader", "scores"}
+ENVIRONMENT_READERS = {"gateway/process/settings.py", "gateway/cli/main.py"}
 
 
-def _imports(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    out: set[str] = set()
-    for node in ast.walk(tree):
+def _sources(package: str) -> list[Path]:
+    return sorted((ROOT / package).rglob("*.py"))
+
+
+def _modules(path: Path) -> list[str]:
+    """Absolute module names imported by `path` (`from a.b import c` counts as `a.b.c` and `a.b`)."""
+    out: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
-            out |= {a.name.split(".")[0] for a in node.names}
+            out += [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            out.add(node.module.split(".")[0])
-    return out & OURS
+            out.append(node.module)
+            out += [f"{node.module}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level:
+            out.append("<relative import>")
+    return out
 
 
-def test_packages_import_only_what_the_design_allows():
+def _rel(path: Path) -> str:
+    return path.relative_to(ROOT).as_posix()
+
+
+def test_every_package_imports_only_what_the_design_allows():
     bad = []
     for package, allowed in ALLOWED.items():
-        for path in sorted((ROOT / package).rglob("*.py")):
-            for imported in _imports(path) - allowed:
-                bad.append(f"{path.relative_to(ROOT)} imports {imported}")
+        for path in _sources(package):
+            for module in _modules(path):
+                top = module.split(".")[0]
+                if module == "<relative import>" or (top in OURS and top not in allowed):
+                    bad.append(f"{_rel(path)} imports {module}")
     assert not bad, "\n".join(bad)
 
 
-def test_commands_use_only_the_query_side_of_projections():
+def _commands_may_import(module: str) -> bool:
+    parts = module.split(".")
+    if parts[0] != "projections" or len(parts) == 1:
+        return parts[0] != "projections"
+    if parts[1] in {"queries", "text", "models"}:
+        return True
+    if parts[1] in NOT_READ_MODELS or not (ROOT / "projections" / parts[1]).is_dir():
+        return False
+    # `from projections.memories import reader` names the package and then the module
+    return len(parts) == 2 or parts[2] in READ_SURFACE
+
+
+def test_commands_read_projections_only_through_queries_text_models_and_readers():
     bad = []
-    for path in sorted((ROOT / "commands").rglob("*.py")):
+    for path in _sources("commands"):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("projections"):
-                if not node.module.startswith(("projections.queries", "projections.text.entities", "projections.text.lexical",
-                                               "projections.memories.scores", "projections.memories.reader",
-                                               "projections.models.http_poster")):
-                    bad.append(f"{path.relative_to(ROOT)} imports {node.module}")
+                targets = [node.module] if len(node.module.split(".")) > 2 else \
+                    [f"{node.module}.{a.name}" for a in node.names]
+                bad += [f"{_rel(path)} imports {t}" for t in targets if not _commands_may_import(t)]
+            elif isinstance(node, ast.Import):
+                bad += [f"{_rel(path)} imports {a.name}" for a in node.names
+                        if a.name.startswith("projections") and not _commands_may_import(a.name)]
     assert not bad, "\n".join(bad)
 
 
-# rerank_local saves and restores OMP_NUM_THREADS around loading its model (the package writes it):
-# process hygiene, not configuration.
-ENV_HYGIENE = {"projections/models/rerank_local.py"}
+def test_the_rule_itself_separates_read_surfaces_from_internals():
+    assert _commands_may_import("projections.memories.reader")
+    assert _commands_may_import("projections.memories.scores")
+    assert _commands_may_import("projections.queries.recall.service")
+    assert _commands_may_import("projections.text.entities")
+    assert not _commands_may_import("projections.memories.fold")
+    assert not _commands_may_import("projections.core.runner")
+    assert not _commands_may_import("projections.serving.index")
 
 
-def test_only_the_cli_reads_the_environment():
+def test_only_events_redis_imports_redis():
     bad = []
-    for package in sorted(OURS):
-        for path in sorted((ROOT / package).rglob("*.py")):
-            if path.relative_to(ROOT).as_posix() in {"gateway/cli/main.py", *ENV_HYGIENE}:
+    for package in OURS:
+        for path in _sources(package):
+            if _rel(path).startswith("events/redis/"):
                 continue
+            bad += [f"{_rel(path)} imports {m}" for m in _modules(path) if m.split(".")[0] == "redis"]
+    assert not bad, "\n".join(bad)
+
+
+def test_only_the_settings_read_the_environment_and_nothing_writes_it():
+    bad = []
+    for package in OURS:
+        for path in _sources(package):
             text = path.read_text(encoding="utf-8")
-            if "os.environ" in text or "os.getenv" in text:
-                bad.append(str(path.relative_to(ROOT)))
+            if ("os.environ" in text or "os.getenv" in text or "putenv" in text) \
+                    and _rel(path) not in ENVIRONMENT_READERS:
+                bad.append(_rel(path))
     assert not bad, bad
+
+
+def test_the_environment_readers_exist():
+    for rel in ENVIRONMENT_READERS:
+        assert (ROOT / rel).is_file(), rel
