@@ -1,4 +1,4 @@
-"""The `zhiyi` command: the composition root. The only module that reads the environment."""
+"""The `zhiyi` command: the composition root (the environment is read once, `Environment.read`)."""
 
 from __future__ import annotations
 
@@ -7,28 +7,21 @@ import asyncio
 import os
 import secrets
 import signal
-import socket
 import sys
 from pathlib import Path
 
 import structlog
 
 from gateway.process.logging_setup import configure_logging
-from gateway.process.settings import Settings, absolute_path
+from gateway.process.settings import Environment, Settings, absolute_path
 
 log = structlog.get_logger("zhiyi.cli")
 
 DEFAULT_PORT = 7821
 
 
-def _env_flag(name: str, default: bool = False) -> bool:
-    value = os.environ.get(name, "").strip().lower()
-    return default if not value else value in {"1", "true", "yes", "on"}
-
-
-def admin_key(data_dir: Path) -> tuple[str, str]:
+def admin_key(data_dir: Path, env_key: str | None) -> tuple[str, str]:
     """(key, where): API_KEY from the environment, else <data-dir>/api_key (generated, mode 600)."""
-    env_key = os.environ.get("API_KEY")
     if env_key:
         return env_key, "the API_KEY environment variable"
     path = data_dir / "api_key"
@@ -46,43 +39,44 @@ def build_settings(args: argparse.Namespace, redis_url: str, *, api_key: str = "
     """`run_background` (default: with the projectors): this process hosts the reactions and the
     scheduler."""
     background = run_projectors if run_background is None else run_background
+    env: Environment = args.env
     return Settings(
         redis_url=redis_url,
         data_dir=Path(args.data_dir),
         api_key=api_key,
         host=getattr(args, "host", "127.0.0.1"),
         port=getattr(args, "port", DEFAULT_PORT),
-        instance_id=os.environ.get("ZHIYI_INSTANCE_ID") or f"{socket.gethostname()}-{os.getpid()}",
-        durable=_env_flag("ZHIYI_DURABLE"),
-        bge_endpoint=os.environ.get("BGE_ENDPOINT") or None,
-        bge_api_key=os.environ.get("BGE_API_KEY") or None,
-        bge_model=os.environ.get("BGE_MODEL") or None,
-        embedding_threads=int(os.environ.get("ZHIYI_EMBEDDING_THREADS", "1")),
-        query_embedding_process=_env_flag("ZHIYI_QUERY_EMBEDDING_PROCESS", default=True),
-        rerank_endpoint=os.environ.get("RERANK_ENDPOINT") or None,
-        rerank_api_key=os.environ.get("RERANK_API_KEY") or None,
-        rerank_model=os.environ.get("RERANK_MODEL") or None,
-        llm_endpoint=os.environ.get("LLM_ENDPOINT") or None,
-        llm_api_key=os.environ.get("LLM_API_KEY") or None,
-        llm_model=os.environ.get("LLM_MODEL") or "default",
-        llm_daily_limit=int(os.environ.get("ZHIYI_LLM_DAILY_LIMIT", "500")),
-        local_rerank=_env_flag("ZHIYI_LOCAL_RERANK"),
-        recall_cache_ttl_s=int(os.environ.get("ZHIYI_RECALL_CACHE_TTL", "3600")),
-        forget_capacity=int(os.environ.get("ZHIYI_FORGET_CAPACITY", "10000")),
-        tick_interval_s=float(os.environ.get("ZHIYI_TICK_INTERVAL_S", "3600")),
+        instance_id=env.default_instance_id(),
+        durable=env.durable,
+        bge_endpoint=env.bge_endpoint,
+        bge_api_key=env.bge_api_key,
+        bge_model=env.bge_model,
+        embedding_threads=env.embedding_threads,
+        query_embedding_process=env.query_embedding_process,
+        rerank_endpoint=env.rerank_endpoint,
+        rerank_api_key=env.rerank_api_key,
+        rerank_model=env.rerank_model,
+        llm_endpoint=env.llm_endpoint,
+        llm_api_key=env.llm_api_key,
+        llm_model=env.llm_model,
+        llm_daily_limit=env.llm_daily_limit,
+        local_rerank=env.local_rerank,
+        recall_cache_ttl_s=env.recall_cache_ttl_s,
+        forget_capacity=env.forget_capacity,
+        tick_interval_s=env.tick_interval_s,
         run_projectors=run_projectors,
-        run_reactions=background and not _env_flag("ZHIYI_NO_REACTIONS"),
+        run_reactions=background and not env.no_reactions,
         run_scheduler=background,
         ready_file=Path(args.ready_file) if getattr(args, "ready_file", None) else None,
         projectors_only=only,
-        log_json=_env_flag("ZHIYI_LOG_JSON"),
+        log_json=env.log_json,
     )
 
 
 def _redis_url(args: argparse.Namespace) -> str:
     from gateway.process.embedded_redis import resolve_url
 
-    return resolve_url(args.redis_url, os.environ.get("REDIS_URL"), Path(args.data_dir))
+    return resolve_url(args.redis_url, args.env.redis_url, Path(args.data_dir))
 
 
 # ----------------------------------------------------------------------------- commands
@@ -99,8 +93,8 @@ def cmd_up(args: argparse.Namespace) -> int:
     if refuse_outdated(build_settings(args, "")):  # built by an older zhiyi: say how to rebuild, start nothing
         return 2
     embedded = None
-    url = args.redis_url or os.environ.get("REDIS_URL")
-    durable = _env_flag("ZHIYI_DURABLE")
+    url = args.redis_url or args.env.redis_url
+    durable = args.env.durable
     if not url:
         embedded = embedded_redis.start(data_dir, durable=durable)
         url = embedded.url
@@ -111,9 +105,9 @@ def cmd_up(args: argparse.Namespace) -> int:
             if embedded is not None:
                 embedded.stop()
             raise
-    key, where = admin_key(data_dir)
+    key, where = admin_key(data_dir, args.env.api_key)
     # projectors in a child process (gateway/process/projector_process.py), unless ZHIYI_INPROCESS_PROJECTORS
-    inprocess = _env_flag("ZHIYI_INPROCESS_PROJECTORS")
+    inprocess = args.env.inprocess_projectors
     settings = build_settings(args, url, api_key=key, run_projectors=inprocess, run_background=True)
     print(f"zhiyi: serving on http://{settings.host}:{settings.port}  (data: {data_dir.resolve()}, redis: {url})",
           flush=True)
@@ -139,7 +133,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from gateway.cli.maintenance import refuse_outdated
 
-    key, where = admin_key(Path(args.data_dir))
+    key, where = admin_key(Path(args.data_dir), args.env.api_key)
     settings = build_settings(args, _redis_url(args), api_key=key, run_projectors=False)
     if refuse_outdated(settings):
         return 2
@@ -181,7 +175,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         return 2
     embedded = None
     data_dir = Path(args.data_dir)
-    if not (args.redis_url or os.environ.get("REDIS_URL") or embedded_redis.recorded_url(data_dir)) \
+    if not (args.redis_url or args.env.redis_url or embedded_redis.recorded_url(data_dir)) \
             and (data_dir / "redis").is_dir():
         # the data dir's own server, with zhiyi stopped (e.g. rebuilding after an upgrade): start it for the command
         embedded = embedded_redis.start(data_dir)
@@ -229,12 +223,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
 # ----------------------------------------------------------------------------- parser
 
 
-def parser() -> argparse.ArgumentParser:
+def parser(env: Environment | None = None) -> argparse.ArgumentParser:
     from gateway.cli.events import add_events_parser
+
+    env = env or Environment()
 
     p = argparse.ArgumentParser(prog="zhiyi", description="zhiyi (织忆, MemoryWeave): shared memory for LLM agents")
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--data-dir", default=os.environ.get("ZHIYI_DATA_DIR", "./data"),
+    common.add_argument("--data-dir", default=env.data_dir,
                         help="live data directory (default ./data)")
     common.add_argument("--redis-url", default=None, help="Redis URL (else REDIS_URL, else the one `zhiyi up` wrote)")
     http = argparse.ArgumentParser(add_help=False)
@@ -291,9 +287,11 @@ def _absolute_paths(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    env = Environment.read()
+    args = parser(env).parse_args(argv)
+    args.env = env
     _absolute_paths(args)
-    configure_logging(json=_env_flag("ZHIYI_LOG_JSON"), level=os.environ.get("ZHIYI_LOG_LEVEL", "info"))
+    configure_logging(json=env.log_json, level=env.log_level)
     if getattr(args, "func", None) is None:
         args.func = cmd_events
     from events.errors import EventLogError

@@ -1,10 +1,16 @@
-"""Frozen settings, built once by the CLI (the only place that reads the environment)."""
+"""Frozen settings, built once by the CLI, and the process environment they are built from.
+
+This is the only module that reads environment variables (`Environment.read`, once per `zhiyi`
+command); everything else receives `Settings` or an `Environment`.
+"""
 
 from __future__ import annotations
 
 import os
+import socket
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Mapping
 
 from commands.model import Limits
 
@@ -60,3 +66,73 @@ class Settings:
 def absolute_path(path: str | Path) -> Path:
     """`path` made absolute against the current directory (`~` expanded; symlinks kept)."""
     return Path(os.path.abspath(Path(path).expanduser()))
+
+
+def _flag(value: str | None, default: bool = False) -> bool:
+    value = (value or "").strip().lower()
+    return default if not value else value in {"1", "true", "yes", "on"}
+
+
+@dataclass(frozen=True, slots=True)
+class Environment:
+    """What the environment configures (README, Configuration), read once by `Environment.read`."""
+
+    redis_url: str | None = None             # REDIS_URL
+    api_key: str | None = None               # API_KEY (else <data-dir>/api_key)
+    data_dir: str = "./data"                 # ZHIYI_DATA_DIR
+    instance_id: str | None = None           # ZHIYI_INSTANCE_ID (else host-pid)
+    durable: bool = False                    # ZHIYI_DURABLE
+    inprocess_projectors: bool = False       # ZHIYI_INPROCESS_PROJECTORS
+    no_reactions: bool = False               # ZHIYI_NO_REACTIONS
+    log_json: bool = False                   # ZHIYI_LOG_JSON
+    log_level: str = "info"                  # ZHIYI_LOG_LEVEL
+    bge_endpoint: str | None = None
+    bge_api_key: str | None = None
+    bge_model: str | None = None
+    embedding_threads: int = 1               # ZHIYI_EMBEDDING_THREADS
+    query_embedding_process: bool = True     # ZHIYI_QUERY_EMBEDDING_PROCESS
+    rerank_endpoint: str | None = None
+    rerank_api_key: str | None = None
+    rerank_model: str | None = None
+    llm_endpoint: str | None = None
+    llm_api_key: str | None = None
+    llm_model: str = "default"
+    llm_daily_limit: int = 500               # ZHIYI_LLM_DAILY_LIMIT
+    local_rerank: bool = False               # ZHIYI_LOCAL_RERANK
+    recall_cache_ttl_s: int = 3600           # ZHIYI_RECALL_CACHE_TTL
+    forget_capacity: int = 10_000            # ZHIYI_FORGET_CAPACITY
+    tick_interval_s: float = 3600.0          # ZHIYI_TICK_INTERVAL_S
+
+    @classmethod
+    def read(cls, environ: Mapping[str, str] | None = None) -> "Environment":
+        env = os.environ if environ is None else environ
+        return cls(
+            redis_url=env.get("REDIS_URL") or None,
+            api_key=env.get("API_KEY") or None,
+            data_dir=env.get("ZHIYI_DATA_DIR", "./data"),
+            instance_id=env.get("ZHIYI_INSTANCE_ID") or None,
+            durable=_flag(env.get("ZHIYI_DURABLE")),
+            inprocess_projectors=_flag(env.get("ZHIYI_INPROCESS_PROJECTORS")),
+            no_reactions=_flag(env.get("ZHIYI_NO_REACTIONS")),
+            log_json=_flag(env.get("ZHIYI_LOG_JSON")),
+            log_level=env.get("ZHIYI_LOG_LEVEL", "info"),
+            bge_endpoint=env.get("BGE_ENDPOINT") or None,
+            bge_api_key=env.get("BGE_API_KEY") or None,
+            bge_model=env.get("BGE_MODEL") or None,
+            embedding_threads=int(env.get("ZHIYI_EMBEDDING_THREADS", "1")),
+            query_embedding_process=_flag(env.get("ZHIYI_QUERY_EMBEDDING_PROCESS"), default=True),
+            rerank_endpoint=env.get("RERANK_ENDPOINT") or None,
+            rerank_api_key=env.get("RERANK_API_KEY") or None,
+            rerank_model=env.get("RERANK_MODEL") or None,
+            llm_endpoint=env.get("LLM_ENDPOINT") or None,
+            llm_api_key=env.get("LLM_API_KEY") or None,
+            llm_model=env.get("LLM_MODEL") or "default",
+            llm_daily_limit=int(env.get("ZHIYI_LLM_DAILY_LIMIT", "500")),
+            local_rerank=_flag(env.get("ZHIYI_LOCAL_RERANK")),
+            recall_cache_ttl_s=int(env.get("ZHIYI_RECALL_CACHE_TTL", "3600")),
+            forget_capacity=int(env.get("ZHIYI_FORGET_CAPACITY", "10000")),
+            tick_interval_s=float(env.get("ZHIYI_TICK_INTERVAL_S", "3600")),
+        )
+
+    def default_instance_id(self) -> str:
+        return self.instance_id or f"{socket.gethostname()}-{os.getpid()}"

@@ -6,7 +6,7 @@
   (`projections/<model>/reader.py`, a naming rule, not a list).
 - `projections` imports `events` and itself; `replicas` imports `events`, `commands`, `projections`.
 - `gateway` imports everything; nothing imports `gateway`.
-- Only the gateway's settings and the CLI's entry point read the environment, and nothing writes it.
+- Only the gateway's settings read the environment (`Environment.read`), and nothing writes it.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ ALLOWED = {
 NOT_READ_MODELS = {"core", "serving", "models", "text", "queries"}
 #: What `commands` may import from a read model's folder: its public read surface.
 READ_SURFACE = {"reader", "scores"}
-ENVIRONMENT_READERS = {"gateway/process/settings.py", "gateway/cli/main.py"}
+ENVIRONMENT_READERS = {"gateway/process/settings.py"}
 
 
 def _sources(package: str) -> list[Path]:
