@@ -35,7 +35,7 @@ from events.redis.client import RETRY_BACKOFF_MAX_S, TRANSIENT_ERRORS
 from events.vocabulary import SHARED_NAMESPACE
 from projections.graph.reader import PrunePlan
 from projections.memories.scores import STALE_IMPORTANCE_FACTOR
-from projections.queries.forgetting import live_rows
+from projections.queries.live_memories import live_rows
 
 log = structlog.get_logger(__name__)
 

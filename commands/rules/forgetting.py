@@ -9,7 +9,7 @@ In this order, each memory at most once (the first rule that takes it names the 
    recall_count first, ties by the oldest last_recalled_at (never recalled first), then the oldest
    commit, then id. tier=core memories are never evicted for capacity.
 
-Pure over rows (`projections.queries.forgetting.live_rows` reads them), so the same projection
+Pure over rows (`projections.queries.live_memories.live_rows` reads them), so the same projection
 state always gives the same plan.
 """
 

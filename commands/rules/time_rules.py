@@ -7,7 +7,7 @@
 - Stale rule: a stale memory (marked so, or decayed to the floor) that nobody recalled for 180
   days (counting from its latest version when it was never recalled) gets importance factor 0.1.
 
-Rows are those of `projections.queries.forgetting.live_rows` (live memories, with `recall_count`
+Rows are those of `projections.queries.live_memories.live_rows` (live memories, with `recall_count`
 and `last_recalled_at` from the activity projection).
 """
 

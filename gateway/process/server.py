@@ -11,7 +11,7 @@ import structlog
 
 from events.redis.client import TRANSIENT_ERRORS
 from events.redis.store import EventStore
-from gateway.http import server as http_server
+from gateway.http import listener
 from gateway.http.app import create_app
 from gateway.process.settings import Settings
 from gateway.process.wiring import Services, open_services, warm_up
@@ -44,7 +44,7 @@ def serve_forever(settings: Settings) -> None:
     """Serve until SIGINT/SIGTERM; aiohttp then runs the cleanup contexts (drain, checkpoints)."""
     loop = new_event_loop()
     asyncio.set_event_loop(loop)
-    http_server.run(create_app(settings), settings.host, settings.port, loop=loop, shutdown_timeout=10)
+    listener.run(create_app(settings), settings.host, settings.port, loop=loop, shutdown_timeout=10)
 
 
 async def _report_ready(embedder, ready_file: Path | None) -> None:

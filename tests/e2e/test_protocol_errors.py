@@ -1,5 +1,5 @@
 """Errors aiohttp's HTTP parser answers before the app runs come in the one JSON error shape too,
-when served the way `zhiyi up` serves (gateway/http/server.py)."""
+when served the way `zhiyi up` serves (gateway/http/listener.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import socket
 import orjson
 
 from eventually import eventually
-from gateway.http import server as http_server
+from gateway.http import listener
 from gateway.http.app import create_app
 from tests.e2e.conftest import assert_error, make_settings
 from tests.e2e.raw_http import send_raw
@@ -28,7 +28,7 @@ async def _send(port: int, raw: bytes) -> tuple[int, bytes, bytes]:
 async def test_parser_errors_are_json(redis_url, tmp_path, use_embedder):
     app = create_app(make_settings(redis_url, tmp_path), embedder=use_embedder)
     port = _free_port()
-    server = asyncio.create_task(http_server.serve(app, "127.0.0.1", port, handle_signals=False))
+    server = asyncio.create_task(listener.serve(app, "127.0.0.1", port, handle_signals=False))
     try:
         async def health():
             try:
