@@ -45,9 +45,10 @@ READS = ["memories", "activity"]
 class SchedulerLag(RuntimeError):
     """The projections did not reach the end of the log in time: nothing was decided."""
 
-    def __init__(self, position: str) -> None:
-        super().__init__(f"projections {READS} did not reach {position}")
+    def __init__(self, position: str, projections: list[str] = READS) -> None:
+        super().__init__(f"projections {projections} did not reach {position}")
         self.position = position
+        self.projections = list(projections)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +121,7 @@ class Scheduler:
             return PrunePlan()
         last = await self.store.last_position()
         if last and not await self.waiter.wait(["graph"], last, self.wait_s):
-            raise SchedulerLag(last)
+            raise SchedulerLag(last, ["graph"])
         return await asyncio.to_thread(self.graph.prune_plan, now)
 
     async def _prune(self, now: int) -> tuple[PrunePlan, str]:

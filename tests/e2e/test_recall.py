@@ -127,6 +127,10 @@ async def test_after_beyond_the_projections_times_out_with_504(api, settings_ove
     status, body = await api.recall(key, "anything", after="99999999999999-0")
     assert status == 422 and body["error"]["details"]["field"] == "after"
     assert_error(body, "unprocessable")
+    # the scheduler decides on the projections it names, and says which ones it waited for
+    status, body = await api.call("POST", "/api/v1/admin/tick", json={})
+    assert status == 504 and body["error"]["details"]["projections"] == ["memories", "activity"]
+    assert_error(body, "projection_lag")
 
 
 async def test_recall_bad_inputs(api):

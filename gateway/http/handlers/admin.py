@@ -7,7 +7,7 @@ from aiohttp import web
 
 from commands.error_codes import ErrorCode
 from commands.parsing import NAMESPACE_RE, opt_int, opt_str, require_object
-from commands.scheduler import Scheduler, SchedulerLag
+from commands.scheduler import SchedulerLag
 from events.hlc import iso_from_ms
 from gateway.http.appkeys import SCHEDULER, SETTINGS
 from gateway.http.auth import require_admin
@@ -26,7 +26,7 @@ def _dry_run(body: dict) -> bool:
 
 def _lag(exc: SchedulerLag) -> ApiError:
     return ApiError(504, ErrorCode.PROJECTION_LAG, "the projections are behind the log; retry",
-                    {"after": exc.position, "projections": list(Scheduler.reads)})
+                    {"after": exc.position, "projections": exc.projections})
 
 
 def _forgotten(chosen) -> list[dict]:
