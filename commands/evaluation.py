@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 import structlog
 
 from commands.access import ScopeOf
+from commands.error_codes import ErrorCode
 from commands.errors import Forbidden, InvalidCommand, NotFound
 from commands.model import Limits
 from commands.parsing import (
@@ -132,7 +133,7 @@ class EvalService:
         queries = golden_rules.generate(memories, cmd.n, seed)
         if not queries:
             raise NotFound("there are no memories to build a golden set from",
-                           {"namespace": cmd.namespace}, code="no_memories")
+                           {"namespace": cmd.namespace}, code=ErrorCode.NO_MEMORIES)
         gid = golden_rules.golden_set_id(seed, queries)
         payload = GoldenSetCreated(gid, tuple(q.to_json() for q in queries), "rules", seed, cmd.namespace or "")
         res = await self.store.append([new_event(payload, ns=cmd.namespace or "shared", agent="admin", by="admin")])
@@ -152,7 +153,7 @@ class EvalService:
             if cmd.golden_set_id is not None:
                 raise NotFound(f"golden set {cmd.golden_set_id} not found", {"golden_set_id": cmd.golden_set_id})
             raise NotFound("no golden set yet: POST /api/v1/eval/generate first, or give queries",
-                           code="no_golden_set")
+                           code=ErrorCode.NO_GOLDEN_SET)
         queries = [q for q in found.queries if only_agent is None or q.agent_id in ("", only_agent)]
         if not queries:
             raise InvalidCommand(f"golden set {found.golden_set_id} has no queries for agent {only_agent}",

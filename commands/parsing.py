@@ -50,7 +50,7 @@ def is_reserved_agent_id(agent_id: str) -> bool:
     return agent_id in RESERVED_AGENT_IDS or agent_id.startswith(RESERVED_AGENT_PREFIX)
 
 
-def present(body: dict, field: str) -> Any:
+def present(body: dict[str, Any], field: str) -> Any:
     """The field's value, None when absent; an explicit JSON null is refused (the document has no nulls)."""
     if field not in body:
         return None
@@ -60,14 +60,22 @@ def present(body: dict, field: str) -> Any:
     return value
 
 
-def require_object(body: Any, what: str = "body") -> dict:
+def require_object(body: Any, what: str = "body") -> dict[str, Any]:
     if not isinstance(body, dict):
         raise _fail(what, "must be a JSON object")
     return body
 
 
-def opt_str(body: dict, field: str, *, max_chars: int, default: str | None = None,
-            pattern: re.Pattern | None = None, choices: tuple[str, ...] | None = None) -> str | None:
+@overload
+def opt_str(body: dict[str, Any], field: str, *, max_chars: int, default: str,
+            pattern: re.Pattern[str] | None = None, choices: tuple[str, ...] | None = None) -> str: ...
+@overload
+def opt_str(body: dict[str, Any], field: str, *, max_chars: int, default: None = None,
+            pattern: re.Pattern[str] | None = None, choices: tuple[str, ...] | None = None) -> str | None: ...
+
+
+def opt_str(body: dict[str, Any], field: str, *, max_chars: int, default: str | None = None,
+            pattern: re.Pattern[str] | None = None, choices: tuple[str, ...] | None = None) -> str | None:
     value = present(body, field)
     if value is None:
         return default
@@ -88,7 +96,7 @@ def opt_int(body: dict[str, Any], field: str, *, minimum: int, maximum: int, def
 def opt_int(body: dict[str, Any], field: str, *, minimum: int, maximum: int, default: None = None) -> int | None: ...
 
 
-def opt_int(body: dict, field: str, *, minimum: int, maximum: int, default: int | None = None) -> int | None:
+def opt_int(body: dict[str, Any], field: str, *, minimum: int, maximum: int, default: int | None = None) -> int | None:
     value = present(body, field)
     if value is None:
         return default
@@ -101,7 +109,7 @@ def opt_int(body: dict, field: str, *, minimum: int, maximum: int, default: int 
     return value
 
 
-def opt_float(body: dict, field: str, *, minimum: float, maximum: float) -> float | None:
+def opt_float(body: dict[str, Any], field: str, *, minimum: float, maximum: float) -> float | None:
     value = present(body, field)
     if value is None:
         return None
@@ -112,8 +120,8 @@ def opt_float(body: dict, field: str, *, minimum: float, maximum: float) -> floa
     return float(value)
 
 
-def str_list(body: dict, field: str, *, max_items: int, max_chars: int,
-             pattern: re.Pattern | None = None) -> tuple[str, ...]:
+def str_list(body: dict[str, Any], field: str, *, max_items: int, max_chars: int,
+             pattern: re.Pattern[str] | None = None) -> tuple[str, ...]:
     value = present(body, field)
     if value is None:
         return ()
@@ -189,7 +197,7 @@ def parse_batch(body: Any, limits: Limits) -> BatchCommit:
     return BatchCommit(tuple(parsed))
 
 
-def parse_delete(memory_id: str, body: dict) -> DeleteMemory:
+def parse_delete(memory_id: str, body: dict[str, Any]) -> DeleteMemory:
     if not MEMORY_ID_RE.fullmatch(memory_id or ""):
         raise _fail("memory_id", "has an invalid format")
     return DeleteMemory(
@@ -199,7 +207,7 @@ def parse_delete(memory_id: str, body: dict) -> DeleteMemory:
     )
 
 
-def _memory_id(body: dict) -> str:
+def _memory_id(body: dict[str, Any]) -> str:
     memory_id = opt_str(body, "memory_id", max_chars=128)
     if memory_id is None:
         raise _fail("memory_id", "is required")
@@ -208,7 +216,7 @@ def _memory_id(body: dict) -> str:
     return memory_id
 
 
-def _content(body: dict, limits: Limits) -> str:
+def _content(body: dict[str, Any], limits: Limits) -> str:
     content = present(body, "content")
     if content is None:
         raise _fail("content", "is required")
@@ -224,7 +232,7 @@ def _content(body: dict, limits: Limits) -> str:
     return content
 
 
-def _reason(body: dict, *, required: bool) -> str:
+def _reason(body: dict[str, Any], *, required: bool) -> str:
     raw = opt_str(body, "reason", max_chars=1_000) or ""
     reason = raw.strip()
     if required and not is_text(raw):

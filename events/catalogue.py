@@ -32,12 +32,13 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 from events.envelope import Event, UnknownPayload
 from events.errors import DecodeError, UnknownEventType
 
-Upcaster = Callable[[dict], dict]
+Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
+_PayloadClass = TypeVar("_PayloadClass", bound=type)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,10 +53,11 @@ _BY_NAME: dict[str, EventType] = {}
 _BY_CLASS: dict[type, EventType] = {}
 
 
-def event_type(name: str, version: int = 1, upcasters: dict[int, Upcaster] | None = None):
+def event_type(name: str, version: int = 1,
+               upcasters: dict[int, Upcaster] | None = None) -> Callable[[_PayloadClass], _PayloadClass]:
     """Class decorator registering a payload dataclass under a dotted event name."""
 
-    def register(cls: type) -> type:
+    def register(cls: _PayloadClass) -> _PayloadClass:
         if name in _BY_NAME:
             raise ValueError(f"event type {name} registered twice")
         et = EventType(name, version, cls, dict(upcasters or {}))
@@ -85,7 +87,7 @@ def new_event(payload: Any, *, ns: str, agent: str, by: str = "", cause: str = "
     return Event(type=et.name, data=payload, ns=ns, agent=agent, by=by, cause=cause, v=et.version)
 
 
-def payload_from_dict(name: str, version: int, raw: dict) -> Any:
+def payload_from_dict(name: str, version: int, raw: dict[str, Any]) -> Any:
     """Build the current payload dataclass from a stored dict, upcasting old versions."""
     et = _BY_NAME.get(name)
     if et is None:
@@ -359,7 +361,7 @@ class SynonymAdded:
 @dataclass(frozen=True, slots=True)
 class GoldenSetCreated:
     golden_set_id: str
-    queries: tuple[dict, ...]      # {query, expected_ids, tag, difficulty, agent_id}
+    queries: tuple[dict[str, Any], ...]    # {query, expected_ids, tag, difficulty, agent_id}
     generator: str = "rules"
     seed: int = 0
     namespace: str = ""
@@ -371,12 +373,12 @@ class GoldenSetCreated:
 @event_type("eval.completed")
 @dataclass(frozen=True, slots=True)
 class EvalCompleted:
-    metrics: dict                  # recall_at_5, precision_at_5, mean_reciprocal_rank, by tag, by agent
+    metrics: dict[str, Any]        # recall_at_5, precision_at_5, mean_reciprocal_rank, by tag, by agent
     queries: int
     top_k: int = 5
     golden_set_id: str = ""
     namespace: str = ""
-    details: tuple[dict, ...] = ()  # per-query details, only when small
+    details: tuple[dict[str, Any], ...] = ()  # per-query details, only when small
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "details", tuple(self.details))

@@ -16,7 +16,7 @@ from events.envelope import Event, UnknownPayload
 from events.errors import DecodeError
 
 
-def payload_to_dict(data: Any) -> dict:
+def payload_to_dict(data: Any) -> dict[str, Any]:
     if isinstance(data, UnknownPayload):
         return data.raw
     return {f.name: getattr(data, f.name) for f in dataclasses.fields(data)}
@@ -75,7 +75,7 @@ def decode(position: str | bytes, fields: Mapping[bytes, bytes]) -> Event:
     )
 
 
-def to_json_dict(event: Event) -> dict:
+def to_json_dict(event: Event) -> dict[str, Any]:
     """A JSON-ready view of an event (event browser, APIs)."""
     return {
         "position": event.position,

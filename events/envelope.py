@@ -44,4 +44,4 @@ class Event:
 class UnknownPayload:
     """Payload of an event type this build does not know: kept verbatim, skipped by projectors."""
 
-    raw: dict
+    raw: dict[str, Any]

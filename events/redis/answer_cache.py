@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import cast
+
+from redis.asyncio import Redis
 
 from events.redis import keys
 
 
 class RecallCache:
-    def __init__(self, redis: Any, ttl_s: int) -> None:
+    def __init__(self, redis: Redis, ttl_s: int) -> None:
         self.redis = redis
         self.ttl_s = ttl_s
 
@@ -19,7 +21,8 @@ class RecallCache:
     async def get(self, digest: str) -> bytes | None:
         if not self.enabled:
             return None
-        return await self.redis.get(keys.recall_cache(digest))
+        # bytes: the client does not decode replies (client.connect)
+        return cast("bytes | None", await self.redis.get(keys.recall_cache(digest)))
 
     async def put(self, digest: str, value: bytes) -> None:
         if self.enabled:

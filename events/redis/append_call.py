@@ -16,9 +16,10 @@ events twice, and it cannot tell "never sent" from "sent, answer lost". Here:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Protocol, Sequence
 
 from redis.asyncio import Redis
+from redis.asyncio.connection import AbstractConnection
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -41,12 +42,21 @@ class ScriptCall:
     wait_aof_ms: int | None = None   # None: not durable
 
 
+class _Pool(Protocol):
+    """What the append uses of redis-py's connection pool (its own methods are unannotated)."""
+
+    async def get_connection(self) -> AbstractConnection: ...
+
+    async def release(self, connection: AbstractConnection) -> None: ...
+
+
 def _unknown(reason: str) -> OutcomeUnknown:
     return OutcomeUnknown(f"{UNKNOWN_MESSAGE} ({reason})")
 
 
-async def call_script(redis: Redis, call: ScriptCall, keys: Sequence[str], args: Sequence[Any]) -> list:
-    pool = redis.connection_pool
+async def call_script(redis: Redis, call: ScriptCall, keys: Sequence[str], args: Sequence[Any]) -> list[Any]:
+    """The script's reply (a Lua table: a list whose first item is the status)."""
+    pool: _Pool = redis.connection_pool
     conn = await pool.get_connection()  # connected and checked; a failure here sent nothing
     try:
         try:
@@ -57,16 +67,15 @@ async def call_script(redis: Redis, call: ScriptCall, keys: Sequence[str], args:
         await pool.release(conn)
 
 
-async def _run(conn, call: ScriptCall, keys: Sequence[str], args: Sequence[Any]) -> list:
-    durable = call.wait_aof_ms is not None
-    wait = ("WAITAOF", 1, 0, call.wait_aof_ms) if durable else None
+async def _run(conn: AbstractConnection, call: ScriptCall, keys: Sequence[str], args: Sequence[Any]) -> list[Any]:
+    wait = None if call.wait_aof_ms is None else ("WAITAOF", 1, 0, call.wait_aof_ms)
 
     async def send(*command: Any) -> None:
         await conn.send_packed_command(conn.pack_commands([command, wait] if wait else [command]))
 
     await send("EVALSHA", call.sha, len(keys), *keys, *args)
     try:
-        reply = await conn.read_response()
+        reply: list[Any] = await conn.read_response()
     except NoScriptError:  # a restarted server: load it with EVAL (the WAITAOF answer is read and dropped)
         if wait:
             await _drain(conn)
@@ -89,16 +98,17 @@ async def _run(conn, call: ScriptCall, keys: Sequence[str], args: Sequence[Any])
     return reply
 
 
-async def _read_script_reply(conn, durable: bool) -> list:
+async def _read_script_reply(conn: AbstractConnection, durable: bool) -> list[Any]:
     try:
-        return await conn.read_response()
+        reply: list[Any] = await conn.read_response()
+        return reply
     except ResponseError:
         if durable:
             await _drain(conn)
         raise
 
 
-async def _drain(conn) -> None:
+async def _drain(conn: AbstractConnection) -> None:
     try:
         await conn.read_response()
     except ResponseError:
@@ -111,7 +121,7 @@ async def durability_problem(redis: Redis) -> str | None:
     server = await redis.info("server")
     name = f"{server.get('server_name') or 'redis'} {server.get('valkey_version') or server.get('redis_version')}"
     try:
-        await redis.execute_command("WAITAOF", 0, 0, 1)
+        await redis.waitaof(0, 0, 1)
     except ResponseError as exc:
         return (f"durable mode (ZHIYI_DURABLE=1) needs WAITAOF, which this server ({name}) does not know ({exc}); "
                 "use Redis >= 7.2 or Valkey >= 8 with appendonly yes, or leave REDIS_URL unset so that "

@@ -19,11 +19,12 @@ import asyncio
 import secrets
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import AsyncIterator, Mapping, Sequence
+from typing import Any, AsyncIterator, Mapping, Sequence, cast
 
 import orjson
 import structlog
 from redis.asyncio import Redis
+from redis.commands.core import AsyncScript
 
 from events import positions
 from events.redis import keys
@@ -96,9 +97,9 @@ class EventStore:
     idempotency_ttl_s: int = IDEMPOTENCY_TTL_S
     epoch: str | None = None      # the log identity appends expect (see keys.EPOCH); None: learnt on first append
     wait_aof_ms: int = WAIT_AOF_MS
-    _script: object = field(default=None, init=False, repr=False)
-    _publish_script: object = field(default=None, init=False, repr=False)
-    _call: ScriptCall = field(default=None, init=False, repr=False)
+    _script: AsyncScript = field(init=False, repr=False)
+    _publish_script: AsyncScript | None = field(default=None, init=False, repr=False)
+    _call: ScriptCall = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._script = self.redis.register_script(_SCRIPT)
@@ -206,7 +207,8 @@ class EventStore:
         reply = await self.redis.xread({keys.STREAM: after or "0-0"}, count=count, block=block_ms)
         if not reply:
             return []
-        (_, items), = reply
+        # RESP2 (client.connect pins the protocol): one [stream, entries] pair per stream read.
+        (_, items), = cast("list[list[Any]]", reply)
         return [decode(pos, flds) for pos, flds in entries(items)]
 
     async def get(self, position: str) -> Event | None:
@@ -255,17 +257,17 @@ class EventStore:
         also catches a log that was lost and has since received new appends, whose time-based
         ids all lie beyond any old checkpoint.
         """
-        has_checkpoint = bool(checkpoint) and checkpoint != positions.ZERO
-        if epoch is None and not has_checkpoint:
+        target = checkpoint if checkpoint and checkpoint != positions.ZERO else None  # None: no event to find
+        if epoch is None and target is None:
             return
         pipe = self.redis.pipeline(transaction=False)  # one round trip for both checks
         pipe.get(keys.EPOCH)
-        if has_checkpoint:
-            pipe.xrange(keys.STREAM, checkpoint, checkpoint, count=1)
+        if target is not None:
+            pipe.xrange(keys.STREAM, target, target, count=1)
         found, *rest = await pipe.execute()
         if epoch is not None and (as_str(found) if found is not None else None) != epoch:
             raise LogResetError(reset_message(epoch, as_str(found) if found is not None else None))
-        if not has_checkpoint or entries(rest[0]):
+        if target is None or entries(rest[0]):
             return
         last = await self.last_position()
         raise LogResetError(
@@ -364,7 +366,7 @@ class EventStore:
             pipe = self.redis.pipeline(transaction=False)
             for ev in chunk:
                 for op in index_ops(ev):
-                    pipe.hset(op.key, mapping=op.mapping)
+                    pipe.hset(op.key, mapping=op.mapping)  # type: ignore[arg-type]  # redis-py: Mapping keys invariant
             await pipe.execute()
             n += len(chunk)
         log.info("indexes.rebuilt", events=n)

@@ -19,11 +19,12 @@ _EDGE = {"type": "object", "properties": {
     "relation_type": {"type": "string", "enum": ["DEPENDS_ON", "REFERENCES", "CONFLICTS_WITH", "CO_OCCURS",
                                                  "DERIVED_FROM"]},
     "weight": {"type": "number"}}}
-_SCOPE = {"agent_id": {**AGENT_ID, "description": "admin key: the agent whose graphs to read "
-                                                  "(without it the admin reads every graph)"},
-          "namespace": {**NAMESPACE, "description": "narrow to one readable namespace"},
-          "include_namespaces": NAMESPACES,
-          "after": AFTER}
+_SCOPE: dict[str, Any] = {
+    "agent_id": {**AGENT_ID, "description": "admin key: the agent whose graphs to read "
+                                            "(without it the admin reads every graph)"},
+    "namespace": {**NAMESPACE, "description": "narrow to one readable namespace"},
+    "include_namespaces": NAMESPACES,
+    "after": AFTER}
 
 SCHEMAS: dict[str, Any] = {
     "GraphStats": {"type": "object", "properties": {

@@ -16,7 +16,7 @@ import fcntl
 import os
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Literal, overload
 
 import lancedb
 import numpy as np
@@ -113,6 +113,11 @@ class LanceTable:
         if not (self.directory / f"{self.name}.lance").exists():
             return False
         return await self.open() is not None
+
+    @overload
+    async def open(self, *, create: Literal[True]) -> Any: ...
+    @overload
+    async def open(self, *, create: bool = False) -> Any | None: ...
 
     async def open(self, *, create: bool = False) -> Any | None:
         """The table handle; None when it does not exist (and `create` is False)."""

@@ -80,7 +80,7 @@ class RunnerSet:
         finally:
             for task in tasks:
                 task.cancel()
-        errors = [t.exception() for t in tasks if not t.cancelled() and t.exception() is not None]
+        errors = [e for t in tasks if not t.cancelled() and (e := t.exception()) is not None]
         other = [e for e in errors if not isinstance(e, LogResetError)]
         if other:
             raise other[0]

@@ -189,7 +189,8 @@ class _Parser:
     def query(self) -> Query:
         if not self.keyword("match"):
             raise self.fail("expected MATCH")
-        nodes, edges = [self.node()], []
+        nodes = [self.node()]
+        edges: list[EdgePattern] = []
         while self.peek().kind == "punct" and self.peek().value in ("-[", "<-["):
             if len(edges) == 2:
                 raise self.fail("a pattern has at most two hops")

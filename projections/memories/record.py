@@ -197,7 +197,8 @@ def apply(state: MemoryState, op: Op) -> MemoryState:
         fields = dict(state.fields)
         for name, value in writes.items():
             fields[name] = _lww(fields.get(name), value, op.stamp)
-        history = state.history | {op.entry} if getattr(op, "entry", None) is not None else state.history
+        entry = op.entry
+        history = state.history | {entry} if entry is not None else state.history
         return replace(state, fields=fields, history=history, high_water=high_water)
     if isinstance(op, Counted):
         if op.counter not in COUNTERS:
@@ -221,7 +222,8 @@ def apply(state: MemoryState, op: Op) -> MemoryState:
         votes = {**state.votes, op.voter: _lww(state.votes.get(op.voter), op.verdict, op.stamp)}
         return replace(state, votes=votes, high_water=high_water)
     if isinstance(op, (Deleted, Forgotten)):
-        history = state.history | {op.entry} if op.entry is not None else state.history
+        entry = op.entry
+        history = state.history | {entry} if entry is not None else state.history
         if isinstance(op, Deleted):
             return replace(state, deleted=_earliest(state.deleted, op.stamp), history=history, high_water=high_water)
         return replace(state, forgotten=_earliest(state.forgotten, op.stamp), history=history, high_water=high_water)

@@ -24,7 +24,7 @@ import asyncio
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import lancedb
 import numpy as np
@@ -207,10 +207,10 @@ class ServingIndex:
             if deleted[i]:
                 continue
             ns = row["namespace"]
-            part = state.parts.get(ns)
-            if part is None:
-                part = state.parts[ns] = Partition(ns, dim, self.bm25)
-            state.where[row["id"]] = (ns, part.add(row, vectors[i], terms(texts[i] or ""), agents[i], keys[i][0]))
+            home = state.parts.get(ns)
+            if home is None:
+                home = state.parts[ns] = Partition(ns, dim, self.bm25)
+            state.where[row["id"]] = (ns, home.add(row, vectors[i], terms(texts[i] or ""), agents[i], keys[i][0]))
         for ns in touched:
             if state.parts[ns].wants_compaction():
                 state.parts[ns] = self._compacted(state, state.parts[ns])
@@ -218,7 +218,7 @@ class ServingIndex:
     def _compacted(self, state: _State, old: Partition) -> Partition:
         new = Partition(old.namespace, old.dim, self.bm25)
         for slot in np.flatnonzero(old.live[: old.size]):
-            row = old.rows[slot]
+            row = cast("dict[str, Any]", old.rows[slot])  # a live slot has its row (remove clears both)
             doc_terms = list(old.lexical._doc_terms[int(slot)].elements())
             agent, ms = old.origin[slot]
             state.where[row["id"]] = (old.namespace, new.add(row, old.vectors[slot], doc_terms, agent, ms))
