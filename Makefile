@@ -26,8 +26,10 @@ install-test: $(VENV)/.installed-test
 up: install
 	$(BIN)/zhiyi up --data-dir $${ZHIYI_DATA_DIR:-./data} --host $${ZHIYI_HOST:-127.0.0.1} --port $${ZHIYI_PORT:-7821}
 
-## make test: the whole suite against a private redis-server the test session starts itself
+## make test: type checks (mypy, strict on events/ and commands/), then the whole suite against a
+## private redis-server the test session starts itself
 test: install-test
+	$(BIN)/python -m mypy
 	$(BIN)/python -m pytest -q
 
 bench: install-test
