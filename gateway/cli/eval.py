@@ -99,7 +99,7 @@ async def run_eval_command(args: argparse.Namespace, settings: Settings, out: Te
 
 
 async def _eval(args: argparse.Namespace, services: Services, out: TextIO, err: TextIO) -> int:
-    from commands.evaluation import EvalService, GenerateGoldenSet, RunEval
+    from commands.evaluation import GenerateGoldenSet, RunEval
     from commands.access import scope_resolver
     from gateway.http.handlers.evaluation import report_json
     from projections.core.epoch import open_projections_epoch
@@ -113,7 +113,7 @@ async def _eval(args: argparse.Namespace, services: Services, out: TextIO, err: 
         return 0
     await _caught_up(services, err)
     if args.eval_command == "generate":  # no recall, so no embedding model to load
-        golden = await EvalService(store, None, services.memories).generate(
+        golden = await services.golden_sets.generate(
             GenerateGoldenSet(args.n, args.seed, args.namespace))
         if args.json:
             out.write(orjson.dumps(golden.to_json()).decode() + "\n")

@@ -222,6 +222,11 @@ class Services:
         return EvalService(self.store, self.recall, self.memories)
 
     @cached_property
+    def golden_sets(self) -> EvalService:
+        """The evaluation service without a recall service: it generates golden sets (and loads no model)."""
+        return EvalService(self.store, None, self.memories)
+
+    @cached_property
     def projectors(self) -> list[str]:
         """Names of the projectors the deployment runs (here or in another process)."""
         return list(NAMES)

@@ -124,3 +124,22 @@ def test_only_the_settings_read_the_environment_and_nothing_writes_it():
 def test_the_environment_readers_exist():
     for rel in ENVIRONMENT_READERS:
         assert (ROOT / rel).is_file(), rel
+
+
+#: The services the wiring builds (DESIGN §2: one wiring module builds every service).
+SERVICES = ("EventStore", "CommandService", "RecallService", "EvalService", "Scheduler", "ReactionsRunner",
+            "MemoriesReader", "GraphReader", "ActivityReader", "TombstonesReader", "SynonymsReader",
+            "AuditWriter", "RunnerSet", "CheckpointWaiter")
+WIRING = "gateway/process/wiring.py"
+
+
+def test_only_the_wiring_builds_the_services():
+    bad = []
+    for package in OURS:
+        for path in _sources(package):
+            if _rel(path) == WIRING:
+                continue
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in SERVICES:
+                    bad.append(f"{_rel(path)}:{node.lineno} builds {node.func.id}")
+    assert not bad, "\n".join(bad)
