@@ -47,6 +47,7 @@ from gateway.http.audit import AuditWriter
 from gateway.http.epoch_guard import EpochGuard
 from gateway.process.queries import Queries, build_queries
 from gateway.process.settings import Settings
+from gateway.process.shutdown import bounded, close_bounded, close_quietly, stop_tasks
 from projections.activity.reader import ActivityReader, RecallCounts
 from projections.core.registry import NAMES, projection_dir
 from projections.core.runner_set import RunnerSet
@@ -65,7 +66,6 @@ from projections.tombstones.reader import TombstonesReader
 
 log = structlog.get_logger(__name__)
 
-CLOSE_TIMEOUT_S = 10.0
 RUNNERS_GRACE_S = 10.0
 
 
@@ -88,10 +88,10 @@ class Services:
     # ------------------------------------------------------------------ closing
 
     def _closes(self, close: Callable[[], Awaitable[Any]], what: str) -> None:
-        self._stack.push_async_callback(_close_bounded, close, what)
+        self._stack.push_async_callback(close_bounded, close, what)
 
     def _closes_sync(self, close: Callable[[], Any], what: str) -> None:
-        self._stack.callback(_close_quietly, close, what)
+        self._stack.callback(close_quietly, close, what)
 
     # ------------------------------------------------------------------ the log
 
@@ -331,8 +331,8 @@ async def _open_gateway(s: Services, stack: AsyncExitStack) -> None:
         await require_durable(s.store.redis)
     await s.epoch_guard.open()  # the projections' epoch, expected by every append from now on
     # everything the app serves, opened before the shutdown-ordered steps below (so closed after them)
-    _opened = (s.commands, s.tombstones, s.recall, s.recall_cache, s.queries, s.eval, s.scheduler, s.reactions,
-               s.projector_runners if s.settings.run_projectors else None)
+    _ = (s.commands, s.tombstones, s.recall, s.recall_cache, s.queries, s.eval, s.scheduler, s.reactions,
+         s.projector_runners if s.settings.run_projectors else None)
     s.warm_up_models()
     await s.recall.load()  # starts loading the serving index; LanceDB serves meanwhile
     _shutdown_first(s, stack)
@@ -349,56 +349,12 @@ def _shutdown_first(s: Services, stack: AsyncExitStack) -> None:
 
 async def _stop_runners(s: Services) -> None:
     s.stopping.set()
-    await _stop_tasks(s.runner_tasks, grace_s=RUNNERS_GRACE_S)
+    await stop_tasks(s.runner_tasks, grace_s=RUNNERS_GRACE_S)
 
 
 async def _drain(background: set[asyncio.Task]) -> None:
     if background:
-        await _bounded(asyncio.gather(*background, return_exceptions=True), "background")
-
-
-async def _stop_tasks(tasks: list[asyncio.Task], *, grace_s: float) -> None:
-    """Let the runners stop on their own (they watch `stopping`), then cancel what is left; never
-    wait on a task forever (one stuck in a provider call or a wait must not hang the shutdown)."""
-    if not tasks:
-        return
-    _, pending = await asyncio.wait(tasks, timeout=grace_s)
-    for task in pending:
-        task.cancel()
-    if pending:
-        _, stuck = await asyncio.wait(pending, timeout=2.0)
-        for task in stuck:
-            log.warning("shutdown.task_stuck", task=task.get_name())
-    for task in tasks:
-        if task.done() and not task.cancelled() and task.exception() is not None:
-            log.error("shutdown.task_failed", task=task.get_name(), error=str(task.exception()))
-
-
-async def _bounded(awaitable: Awaitable[Any], what: str, timeout_s: float = CLOSE_TIMEOUT_S) -> None:
-    """Await one shutdown step for at most `timeout_s`; a failure or a timeout is logged, not raised."""
-    try:
-        await asyncio.wait_for(awaitable, timeout_s)
-    except asyncio.TimeoutError:
-        log.error("shutdown.step_stuck", step=what, timeout_s=timeout_s)
-    except Exception as exc:  # noqa: BLE001 - the remaining steps still run
-        log.warning("shutdown.step_failed", step=what, error=str(exc))
-
-
-async def _close_bounded(close: Callable[[], Awaitable[Any]], what: str) -> None:
-    try:
-        step = close()
-    except Exception as exc:  # noqa: BLE001 - the remaining steps still run
-        log.warning("shutdown.step_failed", step=what, error=str(exc))
-        return
-    await _bounded(step, what, CLOSE_TIMEOUT_S)
-
-
-def _close_quietly(close: Callable[[], Any], what: str) -> None:
-    """A synchronous close (a reader's handles, a model): a failure is logged, the next step runs."""
-    try:
-        close()
-    except Exception as exc:  # noqa: BLE001 - the remaining steps still run
-        log.warning("shutdown.step_failed", step=what, error=str(exc))
+        await bounded(asyncio.gather(*background, return_exceptions=True), "background")
 
 
 async def warm_up(embedder: Any) -> None:

@@ -12,9 +12,10 @@ import time
 
 import pytest
 
-from gateway.process import wiring
+from gateway.process import shutdown, wiring
 from gateway.process.settings import Settings
-from gateway.process.wiring import _bounded, _shutdown_first, open_services
+from gateway.process.shutdown import bounded
+from gateway.process.wiring import _shutdown_first, open_services
 
 
 async def test_a_stuck_or_failing_step_is_given_up_and_the_next_runs() -> None:
@@ -27,9 +28,9 @@ async def test_a_stuck_or_failing_step_is_given_up_and_the_next_runs() -> None:
         ran.append("next")
 
     started = time.monotonic()
-    await _bounded(asyncio.Event().wait(), "never returns", timeout_s=0.1)
-    await _bounded(fails(), "fails")
-    await _bounded(works(), "works")
+    await bounded(asyncio.Event().wait(), "never returns", timeout_s=0.1)
+    await bounded(fails(), "fails")
+    await bounded(works(), "works")
     assert ran == ["next"] and time.monotonic() - started < 2.0
 
 
@@ -39,7 +40,7 @@ def settings(tmp_path) -> Settings:
 
 
 async def test_each_piece_closes_once_in_reverse_order_however_the_others_close(settings, monkeypatch) -> None:
-    monkeypatch.setattr(wiring, "CLOSE_TIMEOUT_S", 0.1)
+    monkeypatch.setattr(shutdown, "CLOSE_TIMEOUT_S", 0.1)
     closed: list[str] = []
 
     def sync_close(name: str, fail: bool = False):
