@@ -77,7 +77,7 @@ def decide_commit(actor: Actor, cmd: CommitMemory, memory_id: str, known: dict[s
     payload = MemoryCommitted(
         memory_id=memory_id, content=cmd.content, namespace=ns, category=cmd.category,
         decay_class=cmd.decay_class, tier=cmd.tier, kind=cmd.kind, source=cmd.source,
-        tags=cmd.tags, depends_on=cmd.depends_on)
+        tags=cmd.tags, depends_on=cmd.depends_on, derived_from=cmd.derived_from)
     return new_event(payload, ns=ns, agent=actor.agent_id, by=actor.by)
 
 

@@ -14,6 +14,7 @@ class Limits:
     max_tag_chars: int = 64
     max_depends_on: int = 64
     max_source_chars: int = 128
+    max_derived_from_chars: int = 128
     max_reason_chars: int = 1_000
     max_batch: int = 1_000
     max_query_chars: int = 2_000
@@ -41,6 +42,7 @@ class CommitMemory:
     source: str = "agent_inference"
     tags: tuple[str, ...] = ()
     depends_on: tuple[str, ...] = ()
+    derived_from: str = ""       # the episode (conversation, session, task) it came from; "" = none
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,7 +34,7 @@ RESERVED_AGENT_IDS = frozenset({"admin", "reaction", "scheduler", "system", "rep
 RESERVED_AGENT_PREFIX = "zhiyi"
 
 COMMIT_FIELDS = frozenset({"content", "category", "decay_class", "namespace", "tier", "kind", "source", "tags",
-                           "depends_on", "agent_id"})
+                           "depends_on", "derived_from", "agent_id"})
 
 
 def _fail(field: str, message: str, **extra: Any) -> InvalidCommand:
@@ -174,7 +174,21 @@ def parse_commit(body: Any, limits: Limits) -> CommitMemory:
         tags=str_list(body, "tags", max_items=limits.max_tags, max_chars=limits.max_tag_chars),
         depends_on=str_list(body, "depends_on", max_items=limits.max_depends_on, max_chars=128,
                             pattern=MEMORY_ID_RE),
+        derived_from=_derived_from(body, limits),
     )
+
+
+def _derived_from(body: dict[str, Any], limits: Limits) -> str:
+    """The client's opaque episode id (conversation, session, task): not blank, no control characters,
+    at most `max_derived_from_chars`; absent = "" (no episode). Scoped to the memory's namespace."""
+    value = opt_str(body, "derived_from", max_chars=limits.max_derived_from_chars)
+    if value is None:
+        return ""
+    if not is_text(value):
+        raise _fail("derived_from", "must not be empty (leave the field out instead)")
+    if CONTROL_CHARS_RE.search(value):
+        raise _fail("derived_from", "must not contain control characters")
+    return value
 
 
 def parse_batch(body: Any, limits: Limits) -> BatchCommit:

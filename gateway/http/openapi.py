@@ -57,7 +57,13 @@ SCHEMAS: dict[str, Any] = {
         "source": text(LIMITS.max_source_chars, default="agent_inference"),
         "tags": TAGS,
         "depends_on": {"type": "array", "items": MEMORY_ID, "maxItems": LIMITS.max_depends_on,
-                       "description": "ids of stored memories (an unknown one: 404 unknown_dependency)"}},
+                       "description": "ids of stored memories (an unknown one: 404 unknown_dependency)"},
+        "derived_from": {**text(LIMITS.max_derived_from_chars, blank=False, control=False),
+                         "description": "the episode the memory came from: your id of the conversation, "
+                                        "session or task (opaque, scoped to the memory's namespace; it need "
+                                        "not exist anywhere else). Send the same id with every memory of one "
+                                        "episode: recall's context neighbours follow it, and the graph links "
+                                        "the memory to the node episode:<namespace>:<id> (DERIVED_FROM)"}},
     "CommitResponse": {"type": "object", "properties": {
         "memory_id": {"type": "string"}, "namespace": {"type": "string"}, "version": {"type": "integer"},
         "position": POSITION, "duplicate": {"type": "boolean"}}},

@@ -50,6 +50,7 @@ SCHEMAS: dict[str, Any] = {
         "freshness": {"type": "string", "enum": ["fresh", "stale", "verified"]},
         "confidence": {"type": "number"}, "tier": {"type": "string"}, "decay_class": {"type": "string"},
         "source": {"type": "string"}, "updated_at": {"type": "string"},
+        "derived_from": {"type": "string", "description": "the episode id it was committed with, or ''"},
         "versions": {"type": "array", "items": {"type": "object", "properties": {
             "version": {"type": "integer"}, "content": {"type": "string"}, "updated_by": {"type": "string"},
             "source": {"type": "string"}, "trigger": {"type": "string"}, "reason": {"type": "string"},

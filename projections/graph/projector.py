@@ -7,7 +7,8 @@ entities will arrive as events):
   start of its content); every entity its content mentions (`projections.text.entities`) is an
   `entity` node of the memory's namespace, linked memory -REFERENCES-> entity, so memories that
   share an entity are two hops apart;
-- `depends_on` -> memory -DEPENDS_ON-> memory; `derived_from` -> memory -DERIVED_FROM-> episode node;
+- `depends_on` -> memory -DEPENDS_ON-> memory; `derived_from` -> memory -DERIVED_FROM-> episode node
+  `episode:<namespace>:<derived_from>` (the client's episode id, scoped to the memory's namespace);
 - `recall.served`: every pair in a recall's top 5 gets CO_OCCURS with evidence = co-recalls and
   weight = co-recalls / min(recall counts of the two) (recall counts are counted here, in the top 5),
   computed when the pair is recalled together; the time of its last co-recall is kept for pruning;
@@ -42,7 +43,8 @@ from projections.text.entities import extract
 from projections.graph.schema import DB_FILE, GRAPH_SCHEMA
 from projections.core.sqlite_projection import SqliteProjection
 
-SCHEMA_VERSION = 1
+#: 2: episode nodes are scoped to the namespace (`episode:<namespace>:<id>`, was `episode:<id>`).
+SCHEMA_VERSION = 2
 LABEL_CHARS = 120
 REFERENCE_WEIGHT = 0.5
 DEPENDS_WEIGHT = 1.0
@@ -85,6 +87,12 @@ def entity_node_id(namespace: str, kind: str, norm: str) -> str:
     return f"entity:{namespace}:{kind}:{norm}"
 
 
+def episode_node_id(namespace: str, episode: str) -> str:
+    """An episode id is the client's, scoped to the memory's namespace: the same id in two namespaces is
+    two episodes (namespaces hold no ':', so the id reads back unambiguously)."""
+    return f"episode:{namespace}:{episode}"
+
+
 def edge_id(relation: str, source: str, target: str) -> str:
     return f"{relation}:{source}:{target}"
 
@@ -96,6 +104,10 @@ class GraphProjector(SqliteProjection):
 
     def __init__(self, directory: Path) -> None:
         super().__init__(directory, DB_FILE)
+
+    def _migrate(self, conn: sqlite3.Connection, from_version: int) -> None:
+        if from_version < 2:
+            _scope_episodes(conn)
 
     def _fold_batch(self, conn: sqlite3.Connection, events: list[Event]) -> None:
         recalls: list[tuple[list[str], str]] = []   # a run of consecutive recall.served, folded together
@@ -113,7 +125,7 @@ class GraphProjector(SqliteProjection):
                 for dep in d.depends_on:
                     self._edge(conn, "DEPENDS_ON", d.memory_id, dep, d.namespace, DEPENDS_WEIGHT, at)
                 if d.derived_from:
-                    episode = f"episode:{d.derived_from}"
+                    episode = episode_node_id(d.namespace, d.derived_from)
                     self._node(conn, episode, "episode", d.derived_from, d.namespace, {"episode_id": d.derived_from},
                                at)
                     self._edge(conn, "DERIVED_FROM", d.memory_id, episode, d.namespace, DERIVED_WEIGHT, at)
@@ -255,6 +267,37 @@ class GraphProjector(SqliteProjection):
         for row in cooccur:
             d.add({"t": "cooccur", "v": list(row)})
         return d.hexdigest()
+
+
+def _scope_episodes(conn: sqlite3.Connection) -> None:
+    """Schema 1 -> 2: each unscoped episode node `episode:<id>` becomes one node per namespace whose
+    memories derive from it, `episode:<namespace>:<id>` (created at its first remaining DERIVED_FROM
+    edge, updated at its last), and those edges point to it. Its stored PageRank is kept until the next
+    prune recomputes it; `zhiyi replay --verify` tells whether a rebuild would differ."""
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'graph_nodes'").fetchone() is None:
+        return
+    conn.execute("BEGIN IMMEDIATE")   # with the version: a crash leaves schema 1 whole, migrated again
+    try:
+        conn.execute("CREATE TEMP TABLE old_episodes AS SELECT id, label, properties, pagerank FROM graph_nodes "
+                     "WHERE type = 'episode'")
+        conn.execute("DELETE FROM graph_nodes WHERE id IN (SELECT id FROM old_episodes)")
+        conn.execute(
+            "INSERT INTO graph_nodes (id, type, label, namespace, properties, pagerank, created_at, last_updated_at) "
+            "SELECT 'episode:' || e.namespace || ':' || o.label, 'episode', o.label, e.namespace, o.properties, "
+            "o.pagerank, MIN(e.created_at), MAX(e.created_at) FROM graph_edges e JOIN old_episodes o ON o.id = e.target_id "
+            "WHERE e.relation_type = 'DERIVED_FROM' GROUP BY e.namespace, o.id ON CONFLICT (id) DO NOTHING")
+        conn.execute(
+            "UPDATE graph_edges SET target_id = 'episode:' || namespace || ':' || "
+            "(SELECT label FROM old_episodes o WHERE o.id = graph_edges.target_id), "
+            "id = 'DERIVED_FROM:' || source_id || ':episode:' || namespace || ':' || "
+            "(SELECT label FROM old_episodes o WHERE o.id = graph_edges.target_id) "
+            "WHERE relation_type = 'DERIVED_FROM' AND target_id IN (SELECT id FROM old_episodes)")
+        conn.execute("DROP TABLE old_episodes")
+        conn.execute("PRAGMA user_version = 2")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
 
 
 def _store_pagerank(conn: sqlite3.Connection) -> None:

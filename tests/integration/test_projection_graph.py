@@ -136,11 +136,11 @@ async def test_commits_make_memory_entity_and_episode_nodes_with_their_edges(sto
         ent(SHARED, "redis"): ("entity", SHARED),          # the same entity, once per namespace
         ent(SHARED, "6379", "port"): ("entity", SHARED),
         ent(ALICE, "redis"): ("entity", ALICE),
-        "episode:ep-7": ("episode", ALICE),
+        f"episode:{ALICE}:ep-7": ("episode", ALICE),    # the client's episode id, scoped to the namespace
     }
     assert (n["m1"]["label"], n["m1"]["created_at"], n["m1"]["pagerank"]) == ("Redis listens on port 6379", at1, 1.0)
     assert n["m2"]["properties"] == '{"category":"decision","memory_id":"m2","version":1}'
-    assert n[ent(ALICE, "redis")]["label"] == "Redis" and n["episode:ep-7"]["created_at"] == at2
+    assert n[ent(ALICE, "redis")]["label"] == "Redis" and n[f"episode:{ALICE}:ep-7"]["created_at"] == at2
 
     e = edges(tmp_path)
     assert {k: (v["relation_type"], v["source_id"], v["target_id"], v["weight"], v["namespace"], v["evidence_count"])
@@ -151,10 +151,49 @@ async def test_commits_make_memory_entity_and_episode_nodes_with_their_edges(sto
         f"REFERENCES:m2:{ent(ALICE, 'redis')}": ("REFERENCES", "m2", ent(ALICE, "redis"), 0.5, ALICE, 1),
         # the source's namespace, even though the target is shared
         "DEPENDS_ON:m2:m1": ("DEPENDS_ON", "m2", "m1", 1.0, ALICE, 1),
-        "DERIVED_FROM:m2:episode:ep-7": ("DERIVED_FROM", "m2", "episode:ep-7", 1.0, ALICE, 1),
+        f"DERIVED_FROM:m2:episode:{ALICE}:ep-7": ("DERIVED_FROM", "m2", f"episode:{ALICE}:ep-7", 1.0, ALICE, 1),
     }
     assert e["DEPENDS_ON:m2:m1"]["created_at"] == at2
     await p.close()
+
+
+async def test_one_episode_id_in_two_namespaces_is_two_episode_nodes_and_schema_1_is_migrated(
+        store, tmp_path: Path) -> None:
+    await append(store, commit("s1", "Redis listens on port 6379", derived_from="chat-1"),
+                 commit("a1", "Use Redis for the cache", ns=ALICE, derived_from="chat-1"),
+                 commit("s2", "Nginx fronts Redis", derived_from="chat-1"),
+                 commit("a2", "Kafka carries events", ns=ALICE, derived_from="chat-1"))
+    p = await project(store, tmp_path / "now")
+    episodes = {k: v["namespace"] for k, v in nodes(tmp_path / "now").items() if v["type"] == "episode"}
+    assert episodes == {f"episode:{SHARED}:chat-1": SHARED, f"episode:{ALICE}:chat-1": ALICE}
+    assert sorted(e["id"] for e in edges(tmp_path / "now").values() if e["relation_type"] == "DERIVED_FROM") == [
+        f"DERIVED_FROM:a1:episode:{ALICE}:chat-1", f"DERIVED_FROM:a2:episode:{ALICE}:chat-1",
+        f"DERIVED_FROM:s1:episode:{SHARED}:chat-1", f"DERIVED_FROM:s2:episode:{SHARED}:chat-1"]
+    want = await p.digest()
+    await p.close()
+
+    # the same graph as schema 1 wrote it: one unscoped node episode:chat-1 (the first commit's
+    # namespace, updated at the last commit) that every DERIVED_FROM edge points to
+    old = tmp_path / "old"
+    shutil.copytree(tmp_path / "now", old)
+    conn = sqlite3.connect(old / DB_FILE)
+    first, last = (conn.execute(f"SELECT {f}(created_at) FROM graph_edges WHERE relation_type = 'DERIVED_FROM'")
+                   .fetchone()[0] for f in ("MIN", "MAX"))
+    conn.execute("DELETE FROM graph_nodes WHERE type = 'episode'")
+    conn.execute("INSERT INTO graph_nodes VALUES ('episode:chat-1', 'episode', 'chat-1', ?, "
+                 "'{\"episode_id\":\"chat-1\"}', 1.0, ?, ?)", (SHARED, first, last))
+    conn.execute("UPDATE graph_edges SET target_id = 'episode:chat-1', "
+                 "id = 'DERIVED_FROM:' || source_id || ':episode:chat-1' WHERE relation_type = 'DERIVED_FROM'")
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
+    migrated = GraphProjector(old)
+    await migrated.apply(await append(store, commit("s3", "Postgres stores orders")))
+    assert rows(old, "PRAGMA user_version") == [{"user_version": 2}]
+    again = await project(store, tmp_path / "again")
+    assert await migrated.digest() == await again.digest() != want  # as if built by schema 2 (plus s3)
+    await migrated.close()
+    await again.close()
 
 
 # --------------------------------------------------------------------------- 2. correction, deletion
@@ -192,7 +231,7 @@ async def test_deletion_or_forgetting_removes_the_node_and_every_edge_touching_i
     assert "m1" not in nodes(tmp_path) and touching(tmp_path, "m1") == []
     assert "m1" not in recall_counts(tmp_path)
     # what only it pointed at stays, isolated, for graph pruning to take after 14 days
-    assert {ent(SHARED, "6379", "port"), "episode:ep-1"} <= set(nodes(tmp_path))
+    assert {ent(SHARED, "6379", "port"), f"episode:{SHARED}:ep-1"} <= set(nodes(tmp_path))
     assert sorted(edges(tmp_path)) == [f"REFERENCES:m2:{ent(SHARED, 'postgres')}",
                                        f"REFERENCES:m3:{ent(SHARED, 'nginx')}",
                                        f"REFERENCES:m3:{ent(SHARED, 'redis')}"]

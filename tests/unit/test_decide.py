@@ -102,11 +102,24 @@ def test_delete_rules():
     ({"content": "x", "namespace": "bad ns"}, "namespace"),
     ({"content": "x", "depends_on": ["bad id!"]}, "depends_on"),
     ({"content": "x", "source": 3}, "source"),
+    ({"content": "x", "derived_from": 7}, "derived_from"),
+    ({"content": "x", "derived_from": ["chat-1"]}, "derived_from"),
+    ({"content": "x", "derived_from": ""}, "derived_from"),
+    ({"content": "x", "derived_from": " \u3000"}, "derived_from"),
+    ({"content": "x", "derived_from": "chat\n1"}, "derived_from"),
+    ({"content": "x", "derived_from": "c" * 129}, "derived_from"),
 ])
 def test_parse_commit_rejects_bad_fields(body, field):
     with pytest.raises(InvalidCommand) as exc:
         parse_commit(body, LIMITS)
     assert exc.value.details["field"] == field
+
+
+def test_derived_from_is_opaque_up_to_128_characters_and_reaches_the_event():
+    for episode in ("c" * 128, "conv-26:session 3", "会话-7"):
+        cmd = parse_commit({"content": "x", "derived_from": episode}, LIMITS)
+        assert decide_commit(ALICE, cmd, "m", {}).data.derived_from == episode
+    assert parse_commit({"content": "x"}, LIMITS).derived_from == ""
 
 
 def test_parse_commit_accepts_chinese_and_dedups_tags():
