@@ -12,7 +12,26 @@ conv-41/42/43 are held out (../shared/eval/README.md).
 
 `--systems` lists the recall settings to measure as diversity:context[:importance_weight] (the
 API default is 0.5:0.6:0.2; context 0 turns context-neighbour smoothing off, importance_weight 0
-ranks by relevance alone).
+ranks by relevance alone). A field given as `-` is left out of the request, so the server's
+default applies: `-:-` is "the defaults", `-:0` "the defaults with context 0".
+
+Order robustness (issue 13): `--layouts a,b,c,d,e` measures every system under each commit layout
+and prints one table (r@5/10/25/MRR, and recall latency p50/p95 over HTTP, c=1, cache off):
+
+  a  per-conversation   one agent (namespace) per conversation, turns in order (the default run)
+  b  in-order           ONE agent, all conversations in one namespace, conversation after conversation
+  c  round-robin        ONE agent, one turn of each conversation in turn
+  d  shuffled           ONE agent, all turns in a shuffled order (seed `--seed`, default 13)
+  e  round-robin-episodes  as c, every commit with derived_from = "<conversation>:session_<n>"
+
+Each layout has its own agent(s) in the same server. In b-e every question (of every conversation)
+is asked with the one agent's key, so it searches the namespace that holds all conversations.
+Without `--layouts` the script runs today's single layout (a) as before. Latency: the systems take
+turns going first on each question; the gateway keeps query vectors in an in-memory LRU, so from the
+second layout on (the same questions again) the figures are search + HTTP without the query's
+embedding (about 3 ms with the local model), in both systems alike.
+
+    OPENBLAS_NUM_THREADS=1 .venv/bin/python tests/bench/locomo.py --layouts a,b,c,d,e --systems=-:-,-:0
 """
 
 from __future__ import annotations
@@ -22,6 +41,7 @@ import asyncio
 import collections
 import json
 import math
+import random
 import re
 import tempfile
 import time
@@ -205,30 +225,47 @@ async def reactions_done(redis_url: str, timeout_s: float = 600.0) -> float:
     return time.perf_counter() - started
 
 
-async def ask(s, base, key, question: str, system: tuple[float, float, float], latencies: list[float],
-              took: list[float]) -> list[str]:
-    diversity, context, weight = system
+async def ask(s, base, key, question: str, system: tuple[float | None, float | None, float | None],
+              latencies: list[float], took: list[float]) -> list[str]:
+    body = {"query": question, "top_k": 25, "cache": False}
+    for name, value in zip(("diversity", "context", "importance_weight"), system):
+        if value is not None:                # None: left out, the server's default applies
+            body[name] = value
     t = time.perf_counter()
-    body = await post(s, f"{base}/api/v1/recall",
-                      {"query": question, "top_k": 25, "diversity": diversity, "context": context,
-                       "importance_weight": weight, "cache": False}, key, ok=(200,))
+    reply = await post(s, f"{base}/api/v1/recall", body, key, ok=(200,))
     latencies.append((time.perf_counter() - t) * 1000)
-    took.append(body["took_ms"])
-    return [r["memory_id"] for r in body["results"]]
+    took.append(reply["took_ms"])
+    return [r["memory_id"] for r in reply["results"]]
 
 
-def _system(spec: str) -> tuple[float, float, float]:
-    """diversity:context[:importance_weight] (the API defaults 0.5:0.6:0.2)."""
-    parts = [float(x) for x in spec.split(":")]
-    return (parts[0], parts[1], parts[2] if len(parts) > 2 else 0.2)
+def _system(spec: str) -> tuple[float | None, float | None, float | None]:
+    """diversity:context[:importance_weight]; `-` leaves a field out (the server's default). Two fields
+    given as numbers keep the old meaning: importance_weight then defaults to 0.2 as before."""
+    parts: list[float | None] = [None if x.strip() == "-" else float(x) for x in spec.split(":")]
+    if len(parts) == 2:
+        parts.append(0.2 if parts[0] is not None and parts[1] is not None else None)
+    return (parts[0], parts[1], parts[2])
+
+
+def _label(sc: tuple[float | None, float | None, float | None]) -> str:
+    if sc == (None, None, None):
+        return "zhiyi defaults"
+    names = ("diversity", "context", "importance_weight")
+    given = [f"{n}={v:g}" for n, v in zip(names, sc) if v is not None]
+    if None in sc:
+        return "zhiyi defaults, " + " ".join(given)
+    return "zhiyi " + " ".join(given)
 
 
 async def main(args: argparse.Namespace) -> None:
+    if args.layouts:
+        await main_layouts(args)
+        return
     wanted = [c.strip() for c in args.conversations.split(",")] if args.conversations else None
     data = load(Path(args.data), wanted, args.limit_questions)
     convs = list(data)
     systems = [_system(spec) for spec in args.systems.split(",")]
-    label = {sc: f"zhiyi diversity={sc[0]} context={sc[1]} importance_weight={sc[2]}" for sc in systems}
+    label = {sc: _label(sc) for sc in systems}
     per_system: dict[str, list] = {label[sc]: [] for sc in systems}
     per_system["plain BM25"] = []
     latencies: list[float] = []
@@ -266,11 +303,185 @@ async def main(args: argparse.Namespace) -> None:
     print_tables(per_system, convs)
 
 
+# ---- order robustness: commit layouts -----------------------------------------------------------
+
+LAYOUTS = {"a": "per-conversation", "b": "in-order", "c": "round-robin", "d": "shuffled",
+           "e": "round-robin-episodes"}
+
+
+def session_of(dia: str) -> int:
+    return int(re.match(r"D(\d+):", dia).group(1))
+
+
+def layout_order(layout: str, data: dict[str, dict], seed: int) -> list[tuple[str, str, str, str | None]]:
+    """(conversation, dia_id, text, derived_from or None) in the order one agent commits them (b-e)."""
+    per_conv = [[(cid, dia, text) for dia, text in data[cid]["turns"]] for cid in data]
+    if layout == "b":
+        order = [t for turns in per_conv for t in turns]
+    elif layout in ("c", "e"):
+        order = [turns[i] for i in range(max(len(t) for t in per_conv)) for turns in per_conv if i < len(turns)]
+    elif layout == "d":
+        order = [t for turns in per_conv for t in turns]
+        random.Random(seed).shuffle(order)
+    else:
+        raise ValueError(layout)
+    return [(cid, dia, text, f"{cid}:session_{session_of(dia)}" if layout == "e" else None)
+            for cid, dia, text in order]
+
+
+async def ingest_one_namespace(s: aiohttp.ClientSession, base: str, agent: str,
+                               order: list[tuple[str, str, str, str | None]]) -> tuple[str, dict, int]:
+    """One agent commits every turn in `order` through /batch-commit (1,000 a batch, order kept);
+    memory id -> {"conv/dia"}."""
+    key = (await post(s, f"{base}/api/v1/agents/register", {"agent_id": agent}, ADMIN))["api_key"]
+    to_key: dict[str, set[str]] = collections.defaultdict(set)
+    last = 0
+    for start in range(0, len(order), 1000):
+        chunk = order[start:start + 1000]
+        entries = [{"content": text, "tags": ["locomo"], **({"derived_from": ep} if ep else {})}
+                   for _, _, text, ep in chunk]
+        body = await post(s, f"{base}/api/v1/batch-commit", {"entries": entries}, key)
+        for (cid, dia, _, _), res in zip(chunk, body["results"], strict=True):
+            to_key[res["memory_id"]].add(f"{cid}/{dia}")
+        last = body["position"]
+    return key, to_key, last
+
+
+def print_layout_table(rows: dict[tuple[str, str], list[tuple[str, int, dict]]],
+                       lat: dict[tuple[str, str], list[float]], convs: list[str]) -> None:
+    metrics = [f"r@{k}" for k in KS] + ["mrr"]
+    groups = [(f"all ({len(convs)}: {', '.join(convs)})", convs),
+              (f"held-out ({', '.join(c for c in HELD_OUT if c in convs)})", [c for c in HELD_OUT if c in convs]),
+              (f"tune ({', '.join(c for c in TUNE if c in convs)})", [c for c in TUNE if c in convs])]
+    width = max(len(system) for _, system in rows) + 2
+    for i, (title, members) in enumerate(groups):
+        if not members or (i > 0 and members == convs):
+            continue
+        print(f"\n{title}")
+        print(f"  {'layout':24}{'system':{width}}" + "".join(f"{m:>7}" for m in metrics) + f"{'n':>6}"
+              + (f"{'p50 ms':>9}{'p95 ms':>9}" if members == convs else ""))
+        for (layout, system), got in rows.items():
+            sel = [sc for cid, _, sc in got if cid in members]
+            if not sel:
+                continue
+            row = mean_row(sel)
+            line = f"  {layout:24}{system:{width}}" + "".join(f"{row[m]:7.1f}" for m in metrics) + f"{len(sel):6d}"
+            if members == convs and (layout, system) in lat:
+                v = lat[(layout, system)]
+                line += f"{percentile(v, 50):9.1f}{percentile(v, 95):9.1f}"
+            print(line)
+
+
+def print_latency(lat: dict[tuple[str, str], list[float]], systems: list[str]) -> None:
+    """Recall latency over HTTP (client side, c=1, cache off), each system beside the first one
+    with context 0 (ratio of p50 and p95)."""
+    base = next((name for name in systems if "context=0" in name), None)
+    print(f"\nrecall latency over HTTP, client side, c=1, cache off (ratio against '{base}')")
+    print(f"  {'layout':24}{'system':34}{'n':>6}{'p50 ms':>9}{'p95 ms':>9}{'p50 x':>8}{'p95 x':>8}")
+    layouts = list(dict.fromkeys(layout for layout, _ in lat))
+    for layout in layouts:
+        ref = lat.get((layout, base)) if base else None
+        for name in systems:
+            v = lat.get((layout, name))
+            if not v:
+                continue
+            p50, p95 = percentile(v, 50), percentile(v, 95)
+            ratio = (f"{p50 / percentile(ref, 50):8.2f}{p95 / percentile(ref, 95):8.2f}" if ref else "")
+            print(f"  {layout:24}{name:34}{len(v):6d}{p50:9.1f}{p95:9.1f}{ratio}")
+
+
+async def main_layouts(args: argparse.Namespace) -> None:
+    wanted = [c.strip() for c in args.conversations.split(",")] if args.conversations else None
+    data = load(Path(args.data), wanted, args.limit_questions)
+    convs = list(data)
+    layouts = [x.strip() for x in args.layouts.split(",")]
+    by_name = {v: k for k, v in LAYOUTS.items()}
+    layouts = [by_name.get(x, x) for x in layouts]
+    for x in layouts:
+        if x not in LAYOUTS:
+            raise SystemExit(f"unknown layout {x!r}: one of {', '.join(f'{k} ({v})' for k, v in LAYOUTS.items())}")
+    systems = [_system(spec) for spec in args.systems.split(",")]
+    label = {sc: _label(sc) for sc in systems}
+    rows: dict[tuple[str, str], list] = {}
+    lat: dict[tuple[str, str], list[float]] = {}
+    with private_redis() as redis_url, tempfile.TemporaryDirectory() as tmp:
+        with zhiyi_process("up", redis_url, Path(tmp) / "data", ADMIN) as base:
+            async with aiohttp.ClientSession() as s:
+                # ingest every layout first (each in its own agent), then ask: the recalls of every
+                # layout are timed against the same server state
+                keys: dict[str, dict[str, tuple[str, dict]]] = {}
+                started = time.perf_counter()
+                for layout in layouts:
+                    t = time.perf_counter()
+                    if layout == "a":
+                        keys[layout] = {}
+                        for cid in convs:
+                            key, to_dia, last = await ingest(s, base, cid, data[cid]["turns"])
+                            await wait_projected(s, base, key, last)
+                            keys[layout][cid] = (key, {m: {f"{cid}/{d}" for d in ds} for m, ds in to_dia.items()})
+                    else:
+                        try:
+                            key, to_key, last = await ingest_one_namespace(
+                                s, base, f"locomo-{LAYOUTS[layout]}", layout_order(layout, data, args.seed))
+                        except RuntimeError as exc:
+                            print(f"layout {layout} ({LAYOUTS[layout]}) skipped: {str(exc)[:300]}")
+                            continue
+                        await wait_projected(s, base, key, last)
+                        keys[layout] = {cid: (key, to_key) for cid in convs}
+                    print(f"layout {layout} ({LAYOUTS[layout]}): committed and projected in "
+                          f"{time.perf_counter() - t:.1f} s")
+                n_turns = sum(len(data[c]["turns"]) for c in convs)
+                print(f"{n_turns:,} turns of {len(convs)} conversations x {len(keys)} layouts in "
+                      f"{time.perf_counter() - started:.1f} s; reactions caught up "
+                      f"{await reactions_done(redis_url):.1f} s later")
+                for q in [q for cid in convs for q in data[cid]["qs"]][:20]:   # warm-up, not timed
+                    await ask(s, base, next(iter(keys[next(iter(keys))].values()))[0], q["q"], systems[0], [], [])
+                started = time.perf_counter()
+                n = 0
+                for layout in keys:
+                    name = f"{layout} {LAYOUTS[layout]}"
+                    for sc in systems:
+                        rows[(name, label[sc])] = []
+                        lat[(name, label[sc])] = []
+                    bm25_name = (name, "plain BM25")
+                    rows[bm25_name] = []
+                    if layout == "a":
+                        bm25s = {cid: PlainBM25([(f"{cid}/{d}", t) for d, t in data[cid]["turns"]]) for cid in convs}
+                    else:
+                        one = PlainBM25([(f"{cid}/{d}", t) for cid in convs for d, t in data[cid]["turns"]])
+                        bm25s = {cid: one for cid in convs}
+                    for cid in convs:
+                        key, to_key = keys[layout][cid]
+                        for q in data[cid]["qs"]:
+                            if not q["ev"]:
+                                continue
+                            ev = [f"{cid}/{d}" for d in q["ev"]]
+                            n_asked = len(rows[bm25_name])   # alternate which system goes first, so
+                            turn = systems if n_asked % 2 == 0 else systems[::-1]  # neither always pays
+                            for sc in turn:                     # the query's embedding (LRU) alone
+                                ids = await ask(s, base, key, q["q"], sc, lat[(name, label[sc])], [])
+                                n += 1
+                                ranked = [to_key.get(mid, set()) for mid in ids]
+                                rows[(name, label[sc])].append((cid, q["cat"], question_scores(ranked, ev)))
+                            ranked = [{k} for k in bm25s[cid].search(q["q"], 25)]
+                            rows[bm25_name].append((cid, q["cat"], question_scores(ranked, ev)))
+                print(f"asked {n:,} recalls in {time.perf_counter() - started:.1f} s")
+    print_layout_table(rows, lat, convs)
+    print_latency(lat, [label[sc] for sc in systems])
+
+
 if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data", default=str(DATA), help="locomo-dev.json")
     p.add_argument("--conversations", default="", help="comma-separated sample ids (default: all)")
     p.add_argument("--limit-questions", type=int, default=None, help="first N questions per conversation")
-    p.add_argument("--systems", default="0.5:0.6,0:0.6,0:0",
-                   help="comma-separated diversity:context settings to measure (API default 0.5:0.6)")
-    asyncio.run(main(p.parse_args()))
+    p.add_argument("--systems", default=None,
+                   help="comma-separated diversity:context[:importance_weight] settings to measure, '-' = the "
+                        "server's default (without --layouts: 0.5:0.6,0:0.6,0:0; with: -:-,-:0)")
+    p.add_argument("--layouts", default="",
+                   help="comma-separated commit layouts a-e (or their names); default: today's single run")
+    p.add_argument("--seed", type=int, default=13, help="the shuffled layout's seed")
+    ns = p.parse_args()
+    if ns.systems is None:
+        ns.systems = "-:-,-:0" if ns.layouts else "0.5:0.6,0:0.6,0:0"
+    asyncio.run(main(ns))
