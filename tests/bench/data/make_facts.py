@@ -227,6 +227,15 @@ def build(n_facts: int, n_queries: int, seed: int) -> dict:
             "facts": facts, "queries": queries}
 
 
+def dumps(data: dict) -> str:
+    """JSON with one fact or query a line (readable, small diffs)."""
+    def rows(items: list[dict]) -> str:
+        return "[\n" + ",\n".join(json.dumps(x, ensure_ascii=False) for x in items) + "\n]"
+    head = {k: v for k, v in data.items() if k not in ("facts", "queries")}
+    inner = ",\n".join(f"{json.dumps(k)}: {json.dumps(v, ensure_ascii=False)}" for k, v in head.items())
+    return "{\n" + inner + f',\n"facts": {rows(data["facts"])},\n"queries": {rows(data["queries"])}\n}}\n'
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--facts", type=int, default=3000)
@@ -235,7 +244,7 @@ def main() -> None:
     p.add_argument("--out", default=str(OUT))
     a = p.parse_args()
     data = build(a.facts, a.queries, a.seed)
-    Path(a.out).write_text(json.dumps(data, ensure_ascii=False, indent=0) + "\n", encoding="utf-8")
+    Path(a.out).write_text(dumps(data), encoding="utf-8")
     langs = [f["lang"] for f in data["facts"]]
     qs = data["queries"]
     print(f"{len(langs)} facts ({langs.count('en')} en, {langs.count('zh')} zh), {len(qs)} queries "
