@@ -84,8 +84,10 @@ SCHEMAS: dict[str, Any] = {
         "diversity": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.5,
                       "description": "MMR: 0 = relevance order, 1 = maximum diversity"},
         "context": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.6,
-                    "description": "weight of context neighbours (memories the same agent committed just "
-                                   "before/after, within 30 min) in the lexical score; 0 = off"},
+                    "description": "weight of context neighbours (the memories of the same episode, "
+                                   "derived_from, in commit order; without one, the same agent's adjacent "
+                                   "commits once they are evidently one conversation) in the lexical score; "
+                                   "0 = off"},
         "importance_weight": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.2,
                               "description": "weight of each memory's standing (importance, quality) in its "
                                              "score: relevance x (1 + w x (standing - 0.5)); 0 = relevance only"},

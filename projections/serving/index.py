@@ -24,7 +24,7 @@ import asyncio
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import lancedb
 import numpy as np
@@ -43,7 +43,7 @@ from projections.serving.dense import IvfParams
 
 log = structlog.get_logger(__name__)
 
-LOAD_COLUMNS = [*RESULT_COLUMNS, SEARCH_TEXT, "vector", "is_deleted", "position", "agent_id"]
+LOAD_COLUMNS = [*RESULT_COLUMNS, SEARCH_TEXT, "vector", "is_deleted", "position", "agent_id", "derived_from"]
 
 
 @dataclass(slots=True)
@@ -188,10 +188,11 @@ class ServingIndex:
         deleted = data.column("is_deleted").to_pylist()
         texts = data.column(SEARCH_TEXT).to_pylist()
         agents = data.column("agent_id").to_pylist()
+        episodes = data.column("derived_from").to_pylist()
         keys = [positions.key(p) for p in data.column("position").to_pylist()]
         rows = data.select(RESULT_COLUMNS).to_pylist()
         touched: set[str] = set()
-        for i in sorted(range(len(rows)), key=keys.__getitem__):  # commit order defines context neighbours
+        for i in sorted(range(len(rows)), key=keys.__getitem__):  # commit order orders context neighbours
             row = rows[i]
             old = state.where.get(row["id"])
             if old is not None and not deleted[i] and old[0] == row["namespace"]:
@@ -210,18 +211,17 @@ class ServingIndex:
             home = state.parts.get(ns)
             if home is None:
                 home = state.parts[ns] = Partition(ns, dim, self.bm25)
-            state.where[row["id"]] = (ns, home.add(row, vectors[i], terms(texts[i] or ""), agents[i], keys[i][0]))
+            replacing = old[1] if old is not None and old[0] == ns else None  # a new text keeps its place
+            state.where[row["id"]] = (ns, home.add(row, vectors[i], terms(texts[i] or ""), agents[i], keys[i][0],
+                                                   episodes[i] or "", replacing=replacing))
         for ns in touched:
             if state.parts[ns].wants_compaction():
                 state.parts[ns] = self._compacted(state, state.parts[ns])
 
     def _compacted(self, state: _State, old: Partition) -> Partition:
-        new = Partition(old.namespace, old.dim, self.bm25)
-        for slot in np.flatnonzero(old.live[: old.size]):
-            row = cast("dict[str, Any]", old.rows[slot])  # a live slot has its row (remove clears both)
-            doc_terms = list(old.lexical._doc_terms[int(slot)].elements())
-            agent, ms = old.origin[slot]
-            state.where[row["id"]] = (old.namespace, new.add(row, old.vectors[slot], doc_terms, agent, ms))
+        new, moved = old.compacted()
+        for slot in moved.values():
+            state.where[new.ids[slot]] = (old.namespace, slot)
         return new
 
     def _schedule_training(self, state: _State) -> None:

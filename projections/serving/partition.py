@@ -3,11 +3,32 @@ BM25 index and context neighbours, by slot.
 
 Slots are append-only: a changed row is removed (its slot goes dead) and added again at the end,
 so rows below a size never change (IVF training reads a snapshot of them in a worker thread).
-Rows must be added in commit order: that order defines the context neighbours.
+
+Context neighbours are links between slots, kept as two arrays (`prev`, `next`; -1 for none):
+
+- a memory with an episode (`derived_from`, the conversation, session or task it came from) is
+  linked to the previous and next memory *of that episode* in this namespace, in commit order,
+  whatever was committed in between;
+- a memory without one is linked to the same agent's previous commit without one only where the
+  agent's commit stream is evidently one conversation. Adjacency alone is a guess (an agent that
+  interleaves several conversations, or commits independent facts, has unrelated neighbours), so
+  a *run* (one agent's consecutive commits into the namespace, each at most `SESSION_GAP_MS`
+  after the last) is tested: a commit's *excess* is its mean cosine to the previous two commits
+  minus its mean cosine to the commits `COHERENCE_LAGS` back; once the last `COHERENCE_WINDOW`
+  excesses average at least `COHERENCE`, the window's consecutive commits are linked (back to the
+  run's start while it is that short). Consecutive turns of a conversation are more alike than turns
+  further apart; interleaved, shuffled or independent commits are not, so they stay unlinked and
+  rank exactly as with `context: 0`.
+
+Rows must be added in commit order: that order defines the links. A changed row keeps its place in
+its chain (`add(..., replacing=...)`); a removed one is spliced out (its episode neighbours become
+each other's).
 """
 
 from __future__ import annotations
 
+from collections import deque
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -16,12 +37,39 @@ from projections.serving.bm25 import BM25Params, LexicalIndex
 from projections.serving.topk import top_hits
 from projections.serving.dense import Ivf, IvfParams, exact_top, train_ivf
 
-__all__ = ["COMPACT_MIN_DEAD", "SESSION_GAP_MS", "Partition"]
+__all__ = ["COHERENCE", "COHERENCE_LAGS", "COHERENCE_NEAR", "COHERENCE_WINDOW", "COMPACT_MIN_DEAD", "SESSION_GAP_MS",
+           "Partition"]
 
-#: Two memories are context neighbours when one agent committed them one after the other into the
-#: same namespace, at most this far apart (one conversation, one batch).
+#: Without an episode, one agent's consecutive commits into one namespace form a run while each is at
+#: most this long after the last (one conversation, one batch) ...
 SESSION_GAP_MS = 30 * 60 * 1000
+#: ... and a run's consecutive commits are linked once a commit's mean cosine to the commits
+#: COHERENCE_NEAR back, minus its mean cosine to those COHERENCE_LAGS back (its *excess*), averages
+#: at least COHERENCE over a window of COHERENCE_WINDOW commits. Calibrated on LoCoMo conv-26/30
+#: with the offline model (USE multilingual v3): the excess of a commit averages 0.08-0.10 in
+#: conversation order and 0.00 when the same turns are shuffled or interleaved (sd ~0.12 per commit);
+#: over 48 commits, 0.06 links every turn of conv-26 and conv-30 in order and none of their shuffled
+#: or round-robin streams (but where one conversation runs on alone), nor any of the facts bench's
+#: 2,400 independent facts (tests/bench/facts.py). A run links nothing before its 56th commit.
+COHERENCE_NEAR = (1, 2)
+COHERENCE_LAGS = (8, 16, 32)
+COHERENCE_WINDOW = 48
+COHERENCE = 0.06
 COMPACT_MIN_DEAD = 1000  # rebuild a namespace once it holds more dead slots than this and than live ones
+
+_NONE = -1
+_RUN_KEEP = max(COHERENCE_LAGS) + COHERENCE_WINDOW + 1
+
+
+@dataclass(slots=True)
+class _Run:
+    """One agent's consecutive commits without an episode (see the module docstring)."""
+
+    agent: str
+    ms: int
+    count: int = 0                                                              # commits in the run
+    slots: deque[int] = field(default_factory=lambda: deque(maxlen=_RUN_KEEP))  # the latest ones
+    excess: deque[float] = field(default_factory=lambda: deque(maxlen=COHERENCE_WINDOW))
 
 
 class Partition:
@@ -32,61 +80,165 @@ class Partition:
         self.dim = dim
         self.ids: list[str] = []
         self.origin: list[tuple[str, int]] = []        # (agent, commit ms) by slot
+        self.episode: list[str] = []                   # derived_from by slot ("" = none)
         self.rows: list[dict[str, Any] | None] = []
         self.vectors = np.zeros((64, dim), dtype=np.float32)
         self.live = np.zeros(64, dtype=bool)
-        # context neighbours by slot: a slot's neighbours are always the adjacent slots (rows arrive in
-        # commit order), so 1.0 / 0.0 flags say whether slot -1, +1, -2, +2 is one; searches then read
-        # shifted slices instead of gathering through index arrays
-        self.has_prev, self.has_next, self.has_prev2, self.has_next2 = (np.zeros(64, dtype=np.float32)
-                                                                        for _ in range(4))
-        self._last: tuple[str, int] | None = None      # (agent, commit ms) of the last slot
+        # context neighbours by slot (-1: none); the two-step ones are prev[prev] and next[next]
+        self.prev = np.full(64, _NONE, dtype=np.int64)
+        self.next = np.full(64, _NONE, dtype=np.int64)
+        self._tail: dict[str, int] = {}                # episode -> its last live slot
+        self._run: _Run | None = None                  # the current run of commits without one
         self.size = 0
         self.live_count = 0
         self.lexical = LexicalIndex(bm25)
         self.ivf: Ivf | None = None
         self.training = False
 
+    # ------------------------------------------------------------------ writes
+
     def add(self, row: dict[str, Any], vector: np.ndarray, row_terms: list[str], agent: str = "",
-            commit_ms: int = 0) -> int:
-        """Append a row; rows must arrive in commit order (that order defines context neighbours)."""
+            commit_ms: int = 0, episode: str = "", *, replacing: int | None = None) -> int:
+        """Append a row; rows must arrive in commit order (that order defines context neighbours).
+        `replacing`: the slot this row's previous version held (removed just before), whose place
+        in its chain the new slot takes."""
         slot = self.size
         if slot == len(self.live):
-            cap = 2 * len(self.live)
-            vectors = np.zeros((cap, self.dim), dtype=np.float32)
-            vectors[:slot] = self.vectors[:slot]
-            live = np.zeros(cap, dtype=bool)
-            live[:slot] = self.live[:slot]
-            links = []
-            for old in (self.has_prev, self.has_next, self.has_prev2, self.has_next2):
-                grown = np.zeros(cap, dtype=np.float32)
-                grown[:slot] = old[:slot]
-                links.append(grown)
-            self.vectors, self.live = vectors, live  # old arrays stay valid for a training snapshot
-            self.has_prev, self.has_next, self.has_prev2, self.has_next2 = links
-        if self._last is not None and self._last[0] == agent and 0 <= commit_ms - self._last[1] <= SESSION_GAP_MS:
-            self.has_prev[slot] = 1.0
-            self.has_next[slot - 1] = 1.0
-            if self.has_prev[slot - 1]:
-                self.has_prev2[slot] = 1.0
-                self.has_next2[slot - 2] = 1.0
-        self._last = (agent, commit_ms)
-        self.origin.append(self._last)
+            self._grow(2 * len(self.live))
         self.vectors[slot] = vector
         self.live[slot] = True
         self.ids.append(row["id"])
         self.rows.append(row)
+        self.origin.append((agent, commit_ms))
+        self.episode.append(episode)
         self.lexical.add(slot, row_terms)
         self.size += 1
         self.live_count += 1
+        old = replacing if replacing is not None and replacing < slot and self.episode[replacing] == episode else None
+        if old is not None and self._splice_in(slot, old):
+            return slot
+        if episode:
+            before = self._tail.get(episode)
+            if before is not None:
+                self._link(before, slot)
+            self._tail[episode] = slot
+        else:
+            self._follow(slot, agent, commit_ms)
         return slot
 
+    def _follow(self, slot: int, agent: str, commit_ms: int) -> None:
+        """Extend the run with `slot`; link its window once the run is evidently coherent."""
+        run = self._run
+        if run is None or run.agent != agent or not 0 <= commit_ms - run.ms <= SESSION_GAP_MS:
+            run = self._run = _Run(agent, commit_ms)
+        run.ms = commit_ms
+        run.slots.append(slot)
+        run.count += 1
+        at = run.count - 1                             # the slot's position in the run
+        lags = [k for k in COHERENCE_LAGS if k <= at]
+        if not lags:
+            return
+        here = self.vectors[slot]
+        near = np.mean([np.dot(here, self.vectors[run.slots[-1 - k]]) for k in COHERENCE_NEAR])
+        far = np.mean([np.dot(here, self.vectors[run.slots[-1 - k]]) for k in lags])
+        run.excess.append(float(near - far))
+        if len(run.excess) < COHERENCE_WINDOW or sum(run.excess) < COHERENCE * COHERENCE_WINDOW:
+            return
+        pairs = at if at < len(run.slots) else COHERENCE_WINDOW  # back to the run's start while it is held
+        window = list(run.slots)[-(pairs + 1):]
+        for before, after in zip(window, window[1:]):
+            if (self.live[before] and self.live[after] and self.next[before] == _NONE
+                    and self.prev[after] == _NONE):
+                self._link(before, after)
+
     def remove(self, slot: int) -> None:
-        if self.live[slot]:
-            self.live[slot] = False
-            self.rows[slot] = None
-            self.lexical.remove(slot)
-            self.live_count -= 1
+        """The slot goes dead; its two neighbours, if it had both, become each other's."""
+        if not self.live[slot]:
+            return
+        self.live[slot] = False
+        self.rows[slot] = None
+        self.lexical.remove(slot)
+        self.live_count -= 1
+        before, after = int(self.prev[slot]), int(self.next[slot])
+        if before != _NONE:
+            self.next[before] = _NONE
+        if after != _NONE:
+            self.prev[after] = _NONE
+        # the dead slot keeps its own links (prev/next) so that a replacement can take its place
+        episode = self.episode[slot]
+        if before != _NONE and after != _NONE:
+            self._link(before, after)
+        if episode and self._tail.get(episode) == slot:
+            if before != _NONE:
+                self._tail[episode] = before
+            else:
+                del self._tail[episode]
+
+    def _splice_in(self, slot: int, old: int) -> bool:
+        """Put `slot` where the removed `old` was; False when `old` had no place to take."""
+        before, after = int(self.prev[old]), int(self.next[old])
+        episode = self.episode[slot]
+        if episode and before == _NONE and after == _NONE and self._tail.get(episode) is not None:
+            return False  # it had no neighbours of its episode left: append as a new one
+        if not episode and before == _NONE and after == _NONE:
+            return False  # not linked: it may still join its run
+        if before != _NONE and after != _NONE and self.next[before] == after:
+            self.next[before] = self.prev[after] = _NONE  # remove() had joined them around `old`
+        if before != _NONE and self.live[before]:
+            self._link(before, slot)
+        if after != _NONE and self.live[after]:
+            self._link(slot, after)
+        if episode and (after == _NONE or not self.live[after]) and self._tail.get(episode) in (None, before):
+            self._tail[episode] = slot
+        return True
+
+    def _link(self, before: int, after: int) -> None:
+        self.next[before] = after
+        self.prev[after] = before
+
+    def _grow(self, cap: int) -> None:
+        n = self.size
+        vectors = np.zeros((cap, self.dim), dtype=np.float32)
+        vectors[:n] = self.vectors[:n]
+        live = np.zeros(cap, dtype=bool)
+        live[:n] = self.live[:n]
+        prev, nxt = np.full(cap, _NONE, dtype=np.int64), np.full(cap, _NONE, dtype=np.int64)
+        prev[:n], nxt[:n] = self.prev[:n], self.next[:n]
+        self.vectors, self.live = vectors, live  # old arrays stay valid for a training snapshot
+        self.prev, self.next = prev, nxt
+
+    def compacted(self) -> tuple[Partition, dict[int, int]]:
+        """A copy holding only the live slots (same links, same order); returns it and old -> new slots."""
+        new = Partition(self.namespace, self.dim, self.lexical.params)
+        moved: dict[int, int] = {}
+        for slot in np.flatnonzero(self.live[: self.size]):
+            s = int(slot)
+            row = self.rows[s]
+            assert row is not None  # a live slot has its row (remove clears both)
+            new_slot = new.size
+            if new_slot == len(new.live):
+                new._grow(2 * len(new.live))
+            new.vectors[new_slot] = self.vectors[s]
+            new.live[new_slot] = True
+            new.ids.append(row["id"])
+            new.rows.append(row)
+            new.origin.append(self.origin[s])
+            new.episode.append(self.episode[s])
+            new.lexical.add(new_slot, list(self.lexical._doc_terms[s].elements()))
+            new.size += 1
+            new.live_count += 1
+            moved[s] = new_slot
+        for s, t in moved.items():
+            new.prev[t] = moved.get(int(self.prev[s]), _NONE)
+            new.next[t] = moved.get(int(self.next[s]), _NONE)
+        new._tail = {ep: moved[s] for ep, s in self._tail.items() if s in moved}
+        return new, moved  # the current run starts afresh (its window would hold dead slots)
+
+    # ------------------------------------------------------------------ reads
+
+    def neighbours(self, slot: int) -> tuple[int, int]:
+        """The slot's context neighbours (previous, next); -1 for none."""
+        return int(self.prev[slot]), int(self.next[slot])
 
     def lexical_search(self, query_terms: list[str], k: int, context: float) -> list[tuple[int, float]]:
         """BM25 top `k`; with `context` > 0 each memory also scores `context` x the best of its two
@@ -103,35 +255,35 @@ class Partition:
             hits = np.flatnonzero(scores[:n])
             hits = hits[live[hits]]
             return top_hits(hits, scores[hits], k)
-        # own[s + 2] = slot s's own score (0 when removed); two zeros either side stand in for "none"
-        own = np.zeros(n + 4, dtype=np.float32)
+        # own[s] = slot s's own score (0 when removed); own[n] = own[-1] = 0 stands in for "none"
+        own = np.zeros(n + 1, dtype=np.float32)
+        prev, nxt = self.prev, self.next
         if np.count_nonzero(scores[:n]) * 16 > n:
-            # many matches: one pass over every slot, contiguous slices only
-            np.multiply(scores[:n], live, out=own[2:n + 2])
-            smoothed = own[1:n + 1] * self.has_prev[:n]
-            np.maximum(smoothed, own[3:n + 3] * self.has_next[:n], out=smoothed)
+            # many matches: one pass over every slot
+            np.multiply(scores[:n], live, out=own[:n])
+            p, q = prev[:n], nxt[:n]
+            smoothed = np.maximum(own[p], own[q])
             smoothed *= np.float32(context)
-            two = own[0:n] * self.has_prev2[:n]
-            np.maximum(two, own[4:n + 4] * self.has_next2[:n], out=two)
+            two = np.maximum(own[np.where(p >= 0, prev[p], _NONE)], own[np.where(q >= 0, nxt[q], _NONE)])
             two *= np.float32(0.5 * context)
             smoothed += two
-            smoothed += own[2:n + 2]
+            smoothed += own[:n]
             smoothed *= live
             return top_hits(None, smoothed, k)
         hits = np.flatnonzero(scores[:n])
         hits = hits[live[hits]]
         if len(hits) == 0:
             return []
-        own[hits + 2] = scores[hits]
-        near = np.zeros(n + 4, dtype=bool)            # few: just the matches and their neighbours
-        for step, flags in ((-1, self.has_prev), (1, self.has_next), (-2, self.has_prev2), (2, self.has_next2)):
-            near[hits[flags[hits] > 0] + (step + 2)] = True
-        near[hits + 2] = True
-        cand = np.flatnonzero(near[2:n + 2] & live)
-        smoothed = (own[cand + 2]
-                    + context * np.maximum(own[cand + 1] * self.has_prev[cand], own[cand + 3] * self.has_next[cand])
-                    + (0.5 * context) * np.maximum(own[cand] * self.has_prev2[cand],
-                                                   own[cand + 4] * self.has_next2[cand]))
+        own[hits] = scores[hits]
+        p, q = prev[hits], nxt[hits]                  # few: just the matches and their neighbours
+        near = np.concatenate([hits, p, q, np.where(p >= 0, prev[p], _NONE), np.where(q >= 0, nxt[q], _NONE)])
+        cand = np.unique(near[near >= 0])
+        cand = cand[live[cand]]
+        p, q = prev[cand], nxt[cand]
+        smoothed = (own[cand]
+                    + context * np.maximum(own[p], own[q])
+                    + (0.5 * context) * np.maximum(own[np.where(p >= 0, prev[p], _NONE)],
+                                                   own[np.where(q >= 0, nxt[q], _NONE)]))
         keep = smoothed > 0.0
         return top_hits(cand[keep], smoothed[keep], k)
 
