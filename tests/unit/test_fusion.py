@@ -16,8 +16,10 @@ from projections.queries.recall.fusion import (
     fuse,
     fuse_minmax,
     fuse_weighted,
+    lexically_blind,
     minmax,
     rrf,
+    script_of,
 )
 
 DENSE = [("a", 0.62), ("b", 0.60), ("c", 0.31)]
@@ -26,10 +28,18 @@ USE_FLOOR = MIN_SCORE_DEFAULTS["use-multilingual-v3"]
 
 
 def test_absolute_score_formula() -> None:
-    p = FusionParams(dense_weight=0.25, cos_floor=0.2, cos_ceiling=0.6, bm25_half=4.0)
+    p = FusionParams(dense_weight=0.25, cos_floor=0.2, cos_ceiling=0.6, bm25_half=4.0, blind_floor=0.0,
+                     blind_ceiling=0.8, solo_ceiling=2.0, solo_gate=2.0)
     d = EPS + (1 - EPS) * 0.5          # cos 0.4 is half way from 0.2 to 0.6
     lex = EPS + (1 - EPS) * 4 / 8      # bm25 == half -> 0.5
     assert absolute_score(0.4, 4.0, p) == pytest.approx(d**0.25 * lex**0.75)
+    # the cosine alone (0.4 / 2), gated by a rival lexical match elsewhere: (1 - 0.5) ** 2
+    assert absolute_score(0.4, 0.0, p) == pytest.approx(0.2)
+    assert absolute_score(0.4, 0.0, p, rival_bm25=4.0) == pytest.approx(max(0.2 * 0.25, d**0.25 * EPS**0.75))
+    # per query term: 8 over two terms is 4 per term, the half
+    assert absolute_score(0.4, 8.0, p, query_terms=2) == pytest.approx(absolute_score(0.4, 4.0, p))
+    # another script: at least the cosine's own evidence (0.4 / 0.8)
+    assert absolute_score(0.4, 0.0, p, blind=True) == pytest.approx(0.5)
     assert absolute_score(0.6, None, p) == 1.0 and absolute_score(0.1, None, p) == 0.0
     assert absolute_score(None, 4.0, p) == pytest.approx(0.5)
     assert absolute_score(None, None, p) == 0.0
@@ -38,36 +48,61 @@ def test_absolute_score_formula() -> None:
 def test_single_weak_candidate_scores_low_and_strong_one_high() -> None:
     # Min-max gave any lone candidate 1.0; the absolute score does not.
     weak = fuse([("x", 0.15)], [("x", 1.2)])
-    strong = fuse([("y", 0.72)], [("y", 25.0)])
-    assert weak[0][0] == "x" and weak[0][1] < 0.3 < USE_FLOOR
-    assert strong[0][0] == "y" and strong[0][1] > 0.8
+    strong = fuse([("y", 0.72)], [("y", 25.0)], query_terms=3)
+    assert weak[0][0] == "x" and weak[0][1] < USE_FLOOR
+    assert strong[0][0] == "y" and strong[0][1] > 0.7
     assert fuse_minmax([("x", 0.15)], [("x", 1.2)])[0][1] == 1.0
 
 
 def test_scores_are_comparable_across_queries() -> None:
-    # The same (cosine, bm25) scores the same whatever else the query's pools hold.
-    alone = dict(fuse([("m", 0.5)], [("m", 8.0)]))["m"]
-    crowded = dict(fuse([("m", 0.5), ("n", 0.7), ("o", 0.2)], [("m", 8.0), ("n", 30.0)]))["m"]
+    # The same (cosine, bm25, query length) scores the same whatever else the query's pools hold.
+    alone = dict(fuse([("m", 0.5)], [("m", 8.0)], query_terms=2))["m"]
+    crowded = dict(fuse([("m", 0.5), ("n", 0.7), ("o", 0.2)], [("m", 8.0), ("n", 30.0)], query_terms=2))["m"]
     assert alone == pytest.approx(crowded)
 
 
 def test_score_is_monotone_in_each_signal_and_bounded() -> None:
-    cosines = [-0.2, 0.0, 0.1, 0.3, 0.5, 0.8, 0.95]
+    cosines = [-0.2, 0.0, 0.1, 0.3, 0.5, 0.8, 0.95, 1.0]
     bm25s = [0.0, 0.5, 3.0, 6.0, 12.0, 40.0]
-    for params in (DEFAULT, E5):
-        grid = {(c, b): absolute_score(c, b, params) for c, b in itertools.product(cosines, bm25s)}
+    for params, blind, n, rival in itertools.product((DEFAULT, E5), (False, True), (1, 4), (0.0, 3.0, 30.0)):
+        grid = {(c, b): absolute_score(c, b, params, n, blind, rival) for c, b in itertools.product(cosines, bm25s)}
         assert all(0.0 <= s <= 1.0 for s in grid.values())
         for c1, c2 in itertools.pairwise(cosines):
             assert all(grid[(c1, b)] <= grid[(c2, b)] for b in bm25s)
-        for b1, b2 in itertools.pairwise(bm25s):
-            assert all(grid[(c, b1)] < grid[(c, b2)] for c in cosines)
+        for b1, b2 in itertools.pairwise(bm25s):   # lexical evidence never lowers a score
+            assert all(grid[(c, b1)] <= grid[(c, b2)] for c in cosines)
+        assert all(grid[(c, b)] >= absolute_score(c, b, params, n, False, rival) for c, b in grid)  # blind raises
 
 
-def test_both_signals_are_needed_for_a_high_score() -> None:
-    lexical_only = absolute_score(0.0, 40.0)
-    dense_only = absolute_score(0.8, 0.0)
-    both = absolute_score(0.8, 40.0)
-    assert both > 0.85 and lexical_only < both and dense_only < 0.1
+def test_strong_dense_evidence_alone_carries_a_cross_lingual_hit() -> None:
+    # "what is the user allergic to": the Chinese memory shares no word with the query (cosine 0.51),
+    # an English distractor shares several (cosine 0.40). The geometric mean alone sank the first.
+    dense = [("zh_peanuts", 0.51), ("en_shellfish", 0.40), ("en_other", 0.12)]
+    lexical = [("en_shellfish", 6.5), ("en_other", 2.0)]
+    assert fuse(dense, lexical, query_terms=3)[0][0] == "en_shellfish"       # not known to be blind
+    assert fuse(dense, lexical, query_terms=3, blind={"zh_peanuts"})[0][0] == "zh_peanuts"
+    # ... but a distractor that matches the query's words well and is as close still wins
+    close = [("zh_peanuts", 0.45), ("en_shellfish", 0.50)]
+    assert fuse(close, [("en_shellfish", 30.0)], query_terms=3, blind={"zh_peanuts"})[0][0] == "en_shellfish"
+    # no lexical match at all: the ranking is the cosine's
+    assert [i for i, _ in fuse(dense, [])] == ["zh_peanuts", "en_shellfish", "en_other"]
+
+
+def test_lexical_evidence_raises() -> None:
+    dense = [("a", 0.45), ("b", 0.42)]
+    assert fuse(dense, [])[0][0] == "a"
+    assert fuse(dense, [("b", 12.0)], query_terms=3)[0][0] == "b"
+    before = dict(fuse(dense, [("z", 4.0)], query_terms=2))
+    after = dict(fuse(dense, [("z", 4.0), ("b", 4.0)], query_terms=2))
+    assert after["b"] > before["b"] and after["a"] == pytest.approx(before["a"])
+
+
+def test_script_detection_and_blindness() -> None:
+    assert script_of("用户对花生过敏") == "zh" and script_of("Maria is allergic to shellfish") == "en"
+    assert script_of("ComfyUI 跑在主力机上") == "mixed" and script_of("8189 !") == ""
+    assert lexically_blind("en", "用户对花生过敏") and lexically_blind("zh", "Maria is allergic")
+    assert not lexically_blind("en", "Maria is allergic") and not lexically_blind("en", "ComfyUI 跑在主力机上")
+    assert not lexically_blind("mixed", "用户对花生过敏") and not lexically_blind("", "Maria")
 
 
 def test_missing_from_a_full_pool_gets_the_pool_minimum() -> None:
@@ -75,10 +110,10 @@ def test_missing_from_a_full_pool_gets_the_pool_minimum() -> None:
     dense = [("a", 0.7), ("b", 0.6), ("c", 0.5)]      # full: c's 0.5 bounds the others
     lexical = [("z", 10.0), ("a", 2.0)]               # short: absent means no match
     out = dict(fuse(dense, lexical, params=p))
-    assert out["z"] == pytest.approx(absolute_score(0.5, 10.0, p))
-    assert out["b"] == pytest.approx(absolute_score(0.6, 0.0, p))
+    assert out["z"] == pytest.approx(absolute_score(0.5, 10.0, p, rival_bm25=2.0))
+    assert out["b"] == pytest.approx(absolute_score(0.6, 0.0, p, rival_bm25=10.0))
     full_lex = [("z", 10.0), ("a", 2.0), ("y", 1.5)]
-    assert dict(fuse(dense, full_lex, params=p))["b"] == pytest.approx(absolute_score(0.6, 1.5, p))
+    assert dict(fuse(dense, full_lex, params=p))["b"] == pytest.approx(absolute_score(0.6, 1.5, p, rival_bm25=10.0))
 
 
 def test_an_empty_list_drops_out() -> None:
@@ -86,7 +121,7 @@ def test_an_empty_list_drops_out() -> None:
     assert [i for i, _ in only_dense] == ["a", "b", "c"]
     assert only_dense[0][1] == pytest.approx(0.62 / 0.8)
     assert [i for i, _ in fuse([], LEX)] == ["c", "d", "a"]
-    assert dict(fuse([], LEX))["d"] == pytest.approx(0.5)
+    assert dict(fuse([], LEX))["d"] == pytest.approx(6.0 / (6.0 + DEFAULT.bm25_half))
     assert fuse([], []) == []
 
 
@@ -103,14 +138,17 @@ def test_fuse_orders_best_first_with_lexical_weight_dominant() -> None:
 def test_ties_break_by_id_for_determinism() -> None:
     dense = [("z", 0.5), ("m", 0.5), ("a", 0.5)]
     assert [i for i, _ in fuse(dense, [])] == ["a", "m", "z"]
+    assert [i for i, _ in fuse(dense, [("q", 3.0)], blind={"z", "m", "a"})][:3] == ["a", "m", "z"]
     assert fuse(DENSE, LEX) == fuse(list(reversed(DENSE)), list(reversed(LEX)))
+    tied = [("y", 9.0), ("x", 9.0)]
+    assert fuse(DENSE, tied) == fuse(DENSE, list(reversed(tied)))
 
 
 def test_min_score_defaults_split_weak_from_strong() -> None:
     assert set(MIN_SCORE_DEFAULTS) == {"use-multilingual-v3", "multilingual-e5-small"}
-    assert absolute_score(0.55, 10.0, DEFAULT) > USE_FLOOR > absolute_score(0.2, 2.0, DEFAULT)
+    assert absolute_score(0.55, 10.0, DEFAULT, 3) > USE_FLOOR > absolute_score(0.2, 2.0, DEFAULT, 3, rival_bm25=9.0)
     e5_floor = MIN_SCORE_DEFAULTS["multilingual-e5-small"]
-    assert absolute_score(0.87, 10.0, E5) > e5_floor > absolute_score(0.80, 2.0, E5)
+    assert absolute_score(0.87, 10.0, E5, 3) > e5_floor > absolute_score(0.80, 2.0, E5, 3, rival_bm25=9.0)
 
 
 def test_minmax_baseline() -> None:
@@ -134,9 +172,10 @@ def test_rrf_baseline() -> None:
 
 
 def test_params_are_frozen_and_validated() -> None:
-    assert DEFAULT.dense_weight == 0.1 and E5.dense_weight == 0.25 and DEFAULT.pool == 50
+    assert DEFAULT.dense_weight == 0.2 and E5.dense_weight == 0.25 and DEFAULT.pool == 50
     with pytest.raises(AttributeError):
         DEFAULT.dense_weight = 0.5  # type: ignore[misc]
-    for bad in ({"dense_weight": 1.5}, {"cos_floor": 0.9, "cos_ceiling": 0.8}, {"bm25_half": 0.0}, {"pool": 0}):
+    for bad in ({"dense_weight": 1.5}, {"cos_floor": 0.9, "cos_ceiling": 0.8}, {"bm25_half": 0.0}, {"pool": 0},
+                {"blind_floor": 1.5}, {"solo_ceiling": 0.0}, {"solo_gate": -1.0}):
         with pytest.raises(ValueError):
             FusionParams(**bad)

@@ -35,13 +35,13 @@ import numpy as np
 from events.clock import SystemClock
 from events.vocabulary import SHARED_NAMESPACE
 from projections.core.errors import InvalidQuery
-from projections.queries.recall.fusion import DEFAULT, FusionParams, fuse
+from projections.queries.recall.fusion import DEFAULT, FusionParams, fuse, lexically_blind, script_of
 from projections.queries.recall.mmr import DEFAULT_DIVERSITY, mmr
 from projections.memories.reader import MAX_LIMIT, MemoriesReader, valid_namespaces
 from projections.memories.scores import DEFAULT_RANK_WEIGHT, Scores, ranked_score, scores_of
 from projections.models.query_vectors import QueryVectors
 from projections.serving.index import ServingIndex
-from projections.text.lexical import index_text, query_text
+from projections.text.lexical import index_text, query_text, terms
 
 FALLBACK_BELOW = 3     # E4.2: fewer results than this in a private namespace -> add shared ones
 FALLBACK_COUNT = 5
@@ -52,6 +52,8 @@ GRAPH_FACTOR = 0.5
 #: tuned on LoCoMo conv-26/30, where it is worth ~7 points of recall@5 (a question's answer is
 #: often the turn after the one it matches); 0 turns it off.
 DEFAULT_CONTEXT = 0.6
+#: How many of the best dense candidates are checked for a script other than the query's.
+BLIND_TOP = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,7 +258,11 @@ class RecallService:
                       lexical_task: "asyncio.Future[list[tuple[str, float]]] | None" = None) -> list[Candidate]:
         lexical_task = lexical_task or asyncio.ensure_future(self._lexical(source, req, namespaces))
         dense, lexical = await asyncio.gather(source.adense(vector, namespaces, self.fusion.pool), lexical_task)
-        fused = fuse(dense, lexical, params=self.fusion)
+        # BM25 is summed over the query's terms: the fusion reads it per term; memories in another
+        # script than the query's cannot match a word of it, so their cosine alone may carry them
+        n_terms = len(terms(self._lexical_query(req.query, namespaces))) if lexical else 1
+        blind = await self._blind(source, req.query, dense) if lexical else set()
+        fused = fuse(dense, lexical, params=self.fusion, query_terms=n_terms, blind=blind)
         if self.reranker is None and req.min_score is not None:
             fused = [f for f in fused if f[1] >= req.min_score]
         head = fused[:need]
@@ -275,6 +281,14 @@ class RecallService:
             if req.min_score is not None:
                 out = [c for c in out if c.score >= req.min_score]
         return self._stand(out, req.importance_weight)
+
+    async def _blind(self, source: Any, query: str, dense: list[tuple[str, float]]) -> set[str]:
+        """The best dense candidates written in another script than the query (fusion.lexically_blind)."""
+        script = script_of(query)
+        if script not in ("zh", "en") or not dense:
+            return set()
+        rows = await source.arows([mid for mid, _ in dense[:BLIND_TOP]])
+        return {mid for mid, row in rows.items() if lexically_blind(script, row.get("content") or "")}
 
     def _stand(self, cands: list[Candidate], weight: float) -> list[Candidate]:
         """Derived scores of each candidate at now; the score scaled by its standing, re-sorted."""
