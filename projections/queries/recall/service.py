@@ -48,9 +48,10 @@ FALLBACK_COUNT = 5
 FALLBACK_FACTOR = 0.5
 GRAPH_EXPAND_BELOW = 5   # plan E1: fewer results than this -> expand one hop through the graph
 GRAPH_FACTOR = 0.5
-#: Weight of a memory's context neighbours in its lexical score (`projections.serving.index`):
-#: tuned on LoCoMo conv-26/30, where it is worth ~7 points of recall@5 (a question's answer is
-#: often the turn after the one it matches); 0 turns it off.
+#: Weight of a memory's context neighbours in its lexical score (`projections.serving.partition`:
+#: the memories of its episode, or adjacent commits of a stream that is evidently one conversation):
+#: tuned on LoCoMo conv-26/30; worth ~8.5 points of recall@5 over all five conversations, one per
+#: namespace (64.1 vs 55.6, tests/bench/locomo.py --layouts a); 0 turns it off.
 DEFAULT_CONTEXT = 0.6
 #: How many of the best dense candidates are checked for a script other than the query's.
 BLIND_TOP = 20
