@@ -33,6 +33,7 @@ import aiohttp
 import numpy as np
 
 from _harness import percentile, private_redis, zhiyi_process  # noqa: E402  (sys.path set by _harness)
+from locomo import post, wait_projected
 
 ADMIN = "bench-admin-key"
 DATA = Path(__file__).resolve().parents[3] / "shared" / "eval" / "bilingual-dev.json"
@@ -63,23 +64,6 @@ OFF_TOPIC = (
     "怎样提高英语口语水平？",
     "什么是区块链的共识机制？",
 )
-
-
-async def post(s: aiohttp.ClientSession, url: str, body: dict, key: str, ok: tuple[int, ...] = (200, 201)) -> dict:
-    async with s.post(url, json=body, headers={"X-API-Key": key}) as r:
-        if r.status not in ok:
-            raise RuntimeError(f"{url}: {r.status} {await r.text()}")
-        return await r.json()
-
-
-async def wait_projected(s: aiohttp.ClientSession, base: str, key: str, after: int) -> None:
-    while True:
-        async with s.post(f"{base}/api/v1/recall", json={"query": "warm up", "after": after, "cache": False},
-                          headers={"X-API-Key": key}) as r:
-            await r.read()
-            if r.status == 200:
-                return
-        await asyncio.sleep(0.2)
 
 
 def _system(spec: str) -> dict | None:

@@ -180,8 +180,10 @@ async def post(s: aiohttp.ClientSession, url: str, body: dict, key: str, ok: tup
         return await r.json()
 
 
-async def ingest(s: aiohttp.ClientSession, base: str, cid: str, turns: list[tuple[str, str]]) -> tuple[str, dict, int]:
-    agent = f"locomo-{cid}"
+async def ingest(s: aiohttp.ClientSession, base: str, agent: str,
+                 turns: list[tuple[str, str]]) -> tuple[str, dict, int]:
+    """Register `agent` and batch-commit `turns` (dia_id, text) as its memories; returns its key,
+    memory id -> dia_ids, and the last position."""
     key = (await post(s, f"{base}/api/v1/agents/register", {"agent_id": agent}, ADMIN))["api_key"]
     to_dia: dict[str, set[str]] = collections.defaultdict(set)
     last = 0
@@ -275,7 +277,7 @@ async def main(args: argparse.Namespace) -> None:
         with zhiyi_process("up", redis_url, Path(tmp) / "data", ADMIN) as base:
             async with aiohttp.ClientSession() as s:
                 started = time.perf_counter()
-                agents = {cid: await ingest(s, base, cid, data[cid]["turns"]) for cid in convs}
+                agents = {cid: await ingest(s, base, f"locomo-{cid}", data[cid]["turns"]) for cid in convs}
                 for key, _, last in agents.values():
                     await wait_projected(s, base, key, last)
                 n_turns = sum(len(data[c]["turns"]) for c in convs)
@@ -416,7 +418,7 @@ async def main_layouts(args: argparse.Namespace) -> None:
                     if layout == "a":
                         keys[layout] = {}
                         for cid in convs:
-                            key, to_dia, last = await ingest(s, base, cid, data[cid]["turns"])
+                            key, to_dia, last = await ingest(s, base, f"locomo-{cid}", data[cid]["turns"])
                             await wait_projected(s, base, key, last)
                             keys[layout][cid] = (key, {m: {f"{cid}/{d}" for d in ds} for m, ds in to_dia.items()})
                     else:

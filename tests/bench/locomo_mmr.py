@@ -46,7 +46,7 @@ from pathlib import Path
 import aiohttp
 
 from _harness import private_redis, zhiyi_process  # noqa: E402  (sys.path set by _harness)
-from locomo import ADMIN, DATA, HELD_OUT, TUNE, load, post, reactions_done, session_of, wait_projected
+from locomo import ADMIN, DATA, HELD_OUT, TUNE, ingest, load, post, reactions_done, session_of, wait_projected
 
 SWAPS = [("I'm", "I am"), ("I am", "I'm"), ("don't", "do not"), ("do not", "don't"), ("it's", "it is"),
          ("it is", "it's"), ("can't", "cannot"), ("cannot", "can't"), ("I've", "I have"), ("I have", "I've"),
@@ -104,21 +104,6 @@ def inject(turns: list[tuple[str, str]], evidence: set[str], cid: str) -> tuple[
         out += [t for t in turns if session_of(t[0]) == s]
         out += later[s]
     return out, n
-
-
-async def ingest(s: aiohttp.ClientSession, base: str, agent: str,
-                 turns: list[tuple[str, str]]) -> tuple[str, dict, int]:
-    key = (await post(s, f"{base}/api/v1/agents/register", {"agent_id": agent}, ADMIN))["api_key"]
-    to_dia: dict[str, set[str]] = collections.defaultdict(set)
-    last = 0
-    for start in range(0, len(turns), 1000):
-        chunk = turns[start:start + 1000]
-        body = await post(s, f"{base}/api/v1/batch-commit",
-                          {"entries": [{"content": text, "tags": ["locomo"]} for _, text in chunk]}, key)
-        for (dia, _), res in zip(chunk, body["results"], strict=True):
-            to_dia[res["memory_id"]].add(dia)
-        last = body["position"]
-    return key, to_dia, last
 
 
 def measure(ids: list[str], to_dia: dict[str, set[str]], ev: set[str]) -> dict[str, float]:
