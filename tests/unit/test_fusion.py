@@ -64,20 +64,23 @@ def test_scores_are_comparable_across_queries() -> None:
 def test_score_is_monotone_in_each_signal_and_bounded() -> None:
     cosines = [-0.2, 0.0, 0.1, 0.3, 0.5, 0.8, 0.95, 1.0]
     bm25s = [0.0, 0.5, 3.0, 6.0, 12.0, 40.0]
-    for params, blind, n, rival in itertools.product((DEFAULT, E5), (False, True), (1, 4), (0.0, 3.0, 30.0)):
-        grid = {(c, b): absolute_score(c, b, params, n, blind, rival) for c, b in itertools.product(cosines, bm25s)}
+    for params, blind, n, rival, lead in itertools.product((DEFAULT, E5), (False, True), (1, 4), (0.0, 3.0, 30.0),
+                                                           (0.0, 0.04, 0.2)):
+        grid = {(c, b): absolute_score(c, b, params, n, blind, rival, lead)
+                for c, b in itertools.product(cosines, bm25s)}
         assert all(0.0 <= s <= 1.0 for s in grid.values())
         for c1, c2 in itertools.pairwise(cosines):
             assert all(grid[(c1, b)] <= grid[(c2, b)] for b in bm25s)
         for b1, b2 in itertools.pairwise(bm25s):   # lexical evidence never lowers a score
             assert all(grid[(c, b1)] <= grid[(c, b2)] for c in cosines)
-        assert all(grid[(c, b)] >= absolute_score(c, b, params, n, False, rival) for c, b in grid)  # blind raises
+        assert all(grid[(c, b)] >= absolute_score(c, b, params, n, False, rival, lead) for c, b in grid)  # blind
+        assert all(grid[(c, b)] >= absolute_score(c, b, params, n, blind, rival) for c, b in grid)  # lead raises
 
 
 def test_strong_dense_evidence_alone_carries_a_cross_lingual_hit() -> None:
-    # "what is the user allergic to": the Chinese memory shares no word with the query (cosine 0.51),
-    # an English distractor shares several (cosine 0.40). The geometric mean alone sank the first.
-    dense = [("zh_peanuts", 0.51), ("en_shellfish", 0.40), ("en_other", 0.12)]
+    # "what is the user allergic to": the Chinese memory shares no word with the query, an English
+    # distractor shares several and is nearly as close. The geometric mean alone sank the first.
+    dense = [("zh_peanuts", 0.51), ("en_shellfish", 0.49), ("en_other", 0.12)]
     lexical = [("en_shellfish", 6.5), ("en_other", 2.0)]
     assert fuse(dense, lexical, query_terms=3)[0][0] == "en_shellfish"       # not known to be blind
     assert fuse(dense, lexical, query_terms=3, blind={"zh_peanuts"})[0][0] == "zh_peanuts"
@@ -86,6 +89,35 @@ def test_strong_dense_evidence_alone_carries_a_cross_lingual_hit() -> None:
     assert fuse(close, [("en_shellfish", 30.0)], query_terms=3, blind={"zh_peanuts"})[0][0] == "en_shellfish"
     # no lexical match at all: the ranking is the cosine's
     assert [i for i, _ in fuse(dense, [])] == ["zh_peanuts", "en_shellfish", "en_other"]
+
+
+def test_a_clear_dense_lead_carries_the_top_candidate() -> None:
+    # The dense top candidate 0.11 ahead of the runner-up (the model is sure): its cosine, scaled
+    # by how weak the best rival lexical match is, is its floor whatever the script, so a
+    # paraphrase is not sunk by a distractor sharing a common word or two.
+    lexical = [("en_shellfish", 2.0), ("en_other", 1.0)]
+    ahead = [("zh_peanuts", 0.51), ("en_shellfish", 0.40), ("en_other", 0.12)]
+    out = dict(fuse(ahead, lexical, query_terms=3))
+    weak_rival = 2.0 / (2.0 + 3 * DEFAULT.bm25_half)
+    assert max(out, key=out.__getitem__) == "zh_peanuts"
+    assert out["zh_peanuts"] == pytest.approx(0.51 * (1 - weak_rival))
+    # a rival that matches the query's words well still wins
+    assert fuse(ahead, [("en_shellfish", 30.0)], query_terms=3)[0][0] == "en_shellfish"
+    # the floor grows from nil at a lead of lead_low to the cosine at lead_high, scaled by
+    # (1 - the best rival lexical evidence) ** lead_gate
+    p = FusionParams(lead_gate=0.0)
+    assert absolute_score(0.5, 0.0, p, rival_bm25=30.0, lead=p.lead_low) < 0.05
+    half = absolute_score(0.5, 0.0, p, rival_bm25=30.0, lead=(p.lead_low + p.lead_high) / 2)
+    assert half == pytest.approx(0.25)
+    assert absolute_score(0.5, 0.0, p, rival_bm25=30.0, lead=p.lead_high) == pytest.approx(0.5)
+    assert absolute_score(0.5, 0.0, p, rival_bm25=30.0, lead=1.0) == pytest.approx(0.5)
+    rival = 3.0 / (3.0 + DEFAULT.bm25_half)          # a rival with the half's BM25: evidence 0.5
+    assert DEFAULT.lead_gate == 1.0
+    assert absolute_score(0.5, 0.0, DEFAULT, rival_bm25=3.0, lead=1.0) == pytest.approx(0.5 * (1 - rival))
+    # only the dense leader gets it, and a lone candidate leads by its whole cosine
+    assert dict(fuse(ahead, lexical, query_terms=3))["en_other"] < 0.2
+    solo = dict(fuse([("solo", 0.3)], [("other", 1.0)], query_terms=2))["solo"]
+    assert solo == pytest.approx(0.3 * (1 - 1.0 / (1.0 + 2 * DEFAULT.bm25_half)))
 
 
 def test_lexical_evidence_raises() -> None:
@@ -99,9 +131,12 @@ def test_lexical_evidence_raises() -> None:
 
 def test_script_detection_and_blindness() -> None:
     assert script_of("用户对花生过敏") == "zh" and script_of("Maria is allergic to shellfish") == "en"
-    assert script_of("ComfyUI 跑在主力机上") == "mixed" and script_of("8189 !") == ""
+    assert script_of("ComfyUI runs on 主力机") == "mixed" and script_of("8189 !") == ""
+    # a Latin word weighs two CJK characters: a Chinese note naming a few tools is Chinese
+    assert script_of("主力机系统从 Windows 换成了 Ubuntu 24.04，打游戏用另一块硬盘上的 Windows 双系统。") == "zh"
+    assert script_of("The NAS runs 群晖 DSM 7 with four drives") == "en"
     assert lexically_blind("en", "用户对花生过敏") and lexically_blind("zh", "Maria is allergic")
-    assert not lexically_blind("en", "Maria is allergic") and not lexically_blind("en", "ComfyUI 跑在主力机上")
+    assert not lexically_blind("en", "Maria is allergic") and not lexically_blind("en", "ComfyUI runs on 主力机")
     assert not lexically_blind("mixed", "用户对花生过敏") and not lexically_blind("", "Maria")
 
 
@@ -176,6 +211,7 @@ def test_params_are_frozen_and_validated() -> None:
     with pytest.raises(AttributeError):
         DEFAULT.dense_weight = 0.5  # type: ignore[misc]
     for bad in ({"dense_weight": 1.5}, {"cos_floor": 0.9, "cos_ceiling": 0.8}, {"bm25_half": 0.0}, {"pool": 0},
-                {"blind_floor": 1.5}, {"solo_ceiling": 0.0}, {"solo_gate": -1.0}):
+                {"blind_floor": 1.5}, {"solo_ceiling": 0.0}, {"solo_gate": -1.0}, {"lead_low": 0.2, "lead_high": 0.1},
+                {"lead_low": -0.1}):
         with pytest.raises(ValueError):
             FusionParams(**bad)

@@ -78,3 +78,26 @@ def test_invalid_shapes_and_values() -> None:
         mmr(rel, vecs, k=-1)
     with pytest.raises(ValueError, match="non-finite"):
         mmr(np.array([0.1, np.nan, 0.3]), vecs, k=2)
+
+
+def test_only_near_duplicates_count_as_redundant() -> None:
+    # a, a restatement of it (cosine 0.96), b on a's topic (0.6) and an unrelated, weaker c (0):
+    # topic overlap is not redundancy, so only the restatement is pushed down, even at diversity 1.
+    a = [1.0, 0.0, 0.0, 0.0]
+    dup = [0.96, 0.0, 0.0, 0.28]
+    b = [0.6, 0.8, 0.0, 0.0]
+    c = [0.0, 0.0, 1.0, 0.0]
+    vecs = unit_rows([a, dup, b, c])
+    rel = np.array([1.0, 0.95, 0.9, 0.5])
+    for diversity in (0.5, 1.0):
+        assert mmr(rel, vecs, k=4, diversity=diversity) == [0, 2, 3, 1]
+    # textbook MMR (floor 0) trades b's topic overlap for c's novelty
+    assert mmr(rel, vecs, k=4, diversity=0.5, redundancy_floor=0.0)[:2] == [0, 3]
+    assert mmr(rel, vecs, k=4, diversity=0.0) == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("floor", [-0.1, 1.0, 1.5])
+def test_redundancy_floor_is_validated(floor: float) -> None:
+    rel, vecs = random_case(4)
+    with pytest.raises(ValueError, match="redundancy_floor"):
+        mmr(rel, vecs, k=2, redundancy_floor=floor)

