@@ -14,7 +14,8 @@ recall@5 on the tuning conv-26/30 and the held-out conv-41/42/43, MRR held-out),
   before         the fusion at bdeef4c: a text is Chinese when CJK letters are 80% of its letters
   + script       a Latin word counts as two CJK characters, 70% (a Chinese note naming tools is Chinese)
   + lead         the dense leader's floor, ungated (lead 0.02 -> 0.06 of cosine over the runner-up)
-  + lead gate    the floor scaled by (1 - best rival lexical evidence) (today's DEFAULT)
+  + lead gate    the floor scaled by (1 - best rival lexical evidence) (318a9f6)
+  + lead ramp    the floor whole while the best rival lexical evidence is <= 0.25, nil from 0.4 (DEFAULT)
 
 Calibration (--calibrate): the share of questions whose top hit is right that score at least
 `min_score` (MIN_SCORE_DEFAULTS), and of off-topic questions (bilingual.OFF_TOPIC) that score below
@@ -214,7 +215,9 @@ def main(args: argparse.Namespace) -> None:
     default = fusion.DEFAULT
     no_lead = dataclasses.replace(default, lead_low=0.98, lead_high=0.99)   # a lead no cosine reaches
     steps = [("before (bdeef4c)", no_lead, True), ("+ script", no_lead, False),
-             ("+ lead", dataclasses.replace(default, lead_gate=0.0), False), ("+ lead gate (DEFAULT)", default, False)]
+             ("+ lead", dataclasses.replace(default, lead_rival_low=1.0, lead_rival_high=2.0), False),
+             ("+ lead gate (x 1 - l_rival)", dataclasses.replace(default, lead_rival_low=0.0, lead_rival_high=1.0), False),
+             ("+ lead ramp (DEFAULT)", default, False)]
     kinds = ("en-en", "en-en-paraphrase", "zh-zh", "zh-zh-paraphrase", "en-zh", "zh-en", "mixed")
     print("fusion, diversity 0, context 0: bilingual-dev top-1 (of 80; cross-lingual of 24; per kind), LoCoMo")
     print(f"  {'step':<24}{'all':>5}{'cross':>7}  " + " ".join(f"{k[:8]:>8}" for k in kinds)

@@ -92,32 +92,30 @@ def test_strong_dense_evidence_alone_carries_a_cross_lingual_hit() -> None:
 
 
 def test_a_clear_dense_lead_carries_the_top_candidate() -> None:
-    # The dense top candidate 0.11 ahead of the runner-up (the model is sure): its cosine, scaled
-    # by how weak the best rival lexical match is, is its floor whatever the script, so a
-    # paraphrase is not sunk by a distractor sharing a common word or two.
+    # The dense top candidate 0.11 ahead of the runner-up (the model is sure): its cosine is its
+    # floor whatever the script, so a paraphrase is not sunk by a distractor sharing a common word
+    # or two (lexical evidence up to lead_rival_low)
     lexical = [("en_shellfish", 2.0), ("en_other", 1.0)]
     ahead = [("zh_peanuts", 0.51), ("en_shellfish", 0.40), ("en_other", 0.12)]
     out = dict(fuse(ahead, lexical, query_terms=3))
-    weak_rival = 2.0 / (2.0 + 3 * DEFAULT.bm25_half)
-    assert max(out, key=out.__getitem__) == "zh_peanuts"
-    assert out["zh_peanuts"] == pytest.approx(0.51 * (1 - weak_rival))
+    assert max(out, key=out.__getitem__) == "zh_peanuts" and out["zh_peanuts"] == pytest.approx(0.51)
     # a rival that matches the query's words well still wins
     assert fuse(ahead, [("en_shellfish", 30.0)], query_terms=3)[0][0] == "en_shellfish"
-    # the floor grows from nil at a lead of lead_low to the cosine at lead_high, scaled by
-    # (1 - the best rival lexical evidence) ** lead_gate
-    p = FusionParams(lead_gate=0.0)
-    assert absolute_score(0.5, 0.0, p, rival_bm25=30.0, lead=p.lead_low) < 0.05
-    half = absolute_score(0.5, 0.0, p, rival_bm25=30.0, lead=(p.lead_low + p.lead_high) / 2)
-    assert half == pytest.approx(0.25)
-    assert absolute_score(0.5, 0.0, p, rival_bm25=30.0, lead=p.lead_high) == pytest.approx(0.5)
-    assert absolute_score(0.5, 0.0, p, rival_bm25=30.0, lead=1.0) == pytest.approx(0.5)
-    rival = 3.0 / (3.0 + DEFAULT.bm25_half)          # a rival with the half's BM25: evidence 0.5
-    assert DEFAULT.lead_gate == 1.0
-    assert absolute_score(0.5, 0.0, DEFAULT, rival_bm25=3.0, lead=1.0) == pytest.approx(0.5 * (1 - rival))
+    # the floor grows from nil at a lead of lead_low to the cosine at lead_high, while the best
+    # rival lexical evidence is at most lead_rival_low; it fades to nil at lead_rival_high
+    p = DEFAULT
+    assert absolute_score(0.5, 0.0, p, rival_bm25=1.0, lead=p.lead_low) < 0.05
+    half_lead = (p.lead_low + p.lead_high) / 2
+    assert absolute_score(0.5, 0.0, p, rival_bm25=1.0, lead=half_lead) == pytest.approx(0.25)  # rival l 0.25
+    assert absolute_score(0.5, 0.0, p, rival_bm25=1.0, lead=p.lead_high) == pytest.approx(0.5)
+    assert absolute_score(0.5, 0.0, p, rival_bm25=1.0, lead=1.0) == pytest.approx(0.5)
+    between = 1.5 / (1.5 + p.bm25_half)                       # rival evidence 1/3: half way to 0.4
+    fade = (p.lead_rival_high - between) / (p.lead_rival_high - p.lead_rival_low)
+    assert absolute_score(0.5, 0.0, p, rival_bm25=1.5, lead=1.0) == pytest.approx(0.5 * fade)
+    assert absolute_score(0.5, 0.0, p, rival_bm25=2.0, lead=1.0) < 0.05                       # rival l 0.4
     # only the dense leader gets it, and a lone candidate leads by its whole cosine
     assert dict(fuse(ahead, lexical, query_terms=3))["en_other"] < 0.2
-    solo = dict(fuse([("solo", 0.3)], [("other", 1.0)], query_terms=2))["solo"]
-    assert solo == pytest.approx(0.3 * (1 - 1.0 / (1.0 + 2 * DEFAULT.bm25_half)))
+    assert dict(fuse([("solo", 0.3)], [("other", 1.0)], query_terms=2))["solo"] == pytest.approx(0.3)
 
 
 def test_lexical_evidence_raises() -> None:
@@ -212,6 +210,6 @@ def test_params_are_frozen_and_validated() -> None:
         DEFAULT.dense_weight = 0.5  # type: ignore[misc]
     for bad in ({"dense_weight": 1.5}, {"cos_floor": 0.9, "cos_ceiling": 0.8}, {"bm25_half": 0.0}, {"pool": 0},
                 {"blind_floor": 1.5}, {"solo_ceiling": 0.0}, {"solo_gate": -1.0}, {"lead_low": 0.2, "lead_high": 0.1},
-                {"lead_low": -0.1}):
+                {"lead_low": -0.1}, {"lead_rival_low": 0.5, "lead_rival_high": 0.4}):
         with pytest.raises(ValueError):
             FusionParams(**bad)
