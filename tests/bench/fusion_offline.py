@@ -220,7 +220,7 @@ def main(args: argparse.Namespace) -> None:
              ("+ lead ramp (DEFAULT)", default, False)]
     kinds = ("en-en", "en-en-paraphrase", "zh-zh", "zh-zh-paraphrase", "en-zh", "zh-en", "mixed")
     print("fusion, diversity 0, context 0: bilingual-dev top-1 (of 80; cross-lingual of 24; per kind), LoCoMo")
-    print(f"  {'step':<24}{'all':>5}{'cross':>7}  " + " ".join(f"{k[:8]:>8}" for k in kinds)
+    print(f"  {'step':<30}{'all':>5}{'cross':>7}  " + " ".join(f"{k[:8]:>8}" for k in kinds)
           + f"{'tune r@5':>10}{'held r@5':>10}{'held mrr':>10}")
     for name, params, old_script in steps:
         if old_script:
@@ -228,7 +228,7 @@ def main(args: argparse.Namespace) -> None:
                 b, lo = bilingual(data, bi, bi_q, params), locomo(convs, corpora, params)
         else:
             b, lo = bilingual(data, bi, bi_q, params), locomo(convs, corpora, params)
-        print(f"  {name:<24}{b['all']:>5}{b['cross']:>7}  " + " ".join(f"{b.get(k, 0):>8}" for k in kinds)
+        print(f"  {name:<30}{b['all']:>5}{b['cross']:>7}  " + " ".join(f"{b.get(k, 0):>8}" for k in kinds)
               + f"{lo['tune r@5']:>10.1f}{lo['held r@5']:>10.1f}{lo['held mrr']:>10.1f}")
     if args.calibrate:
         calibrate(data, bi, bi_q, convs, corpora, model.embed)

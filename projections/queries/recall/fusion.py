@@ -79,11 +79,11 @@ gap to dense-only is paraphrase queries where a distractor shares words with the
 right memory does not lead by much.
 
 Calibration (USE; ``min_score``), in process (``tests/bench/fusion_offline.py --calibrate``,
-context 0): of the questions whose top hit is right, 93.5-97.6% per LoCoMo conversation and 81%
-on bilingual-dev score >= 0.32 (medians 0.43-0.48); 20 off-topic questions (English and Chinese,
+context 0): of the questions whose top hit is right, 95.8-97.6% per LoCoMo conversation and 83%
+on bilingual-dev score >= 0.32 (medians 0.45-0.48); 20 off-topic questions (English and Chinese,
 ``tests/bench/bilingual.py``) score below it 75-90% of the time against four conversations, 50%
-against conv-43, 80% against bilingual-dev (medians 0.24-0.32). Through the API (defaults) on
-bilingual-dev: right top-1 median 0.45, p05 0.24; off-topic median 0.29, p95 0.37. Hence
+against conv-43, 70% against bilingual-dev (medians 0.25-0.32). Through the API (defaults) on
+bilingual-dev: right top-1 median 0.47, p05 0.24; off-topic median 0.28, p95 0.37. Hence
 :data:`MIN_SCORE_DEFAULTS` 0.32. (The advice before bdeef4c, 0.45, would drop about half of the
 right answers.)
 
