@@ -82,7 +82,8 @@ SCHEMAS: dict[str, Any] = {
         "min_score": {"type": "number", "minimum": -1, "maximum": 1,
                       "description": "drop results whose score is below this"},
         "diversity": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.5,
-                      "description": "MMR: 0 = relevance order, 1 = maximum diversity"},
+                      "description": "MMR: 0 = relevance order, 1 = maximum diversity; only near-duplicates "
+                                     "(cosine above 0.75) count as redundant"},
         "context": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.6,
                     "description": "weight of context neighbours (the memories of the same episode, "
                                    "derived_from, in commit order; without one, the same agent's adjacent "
