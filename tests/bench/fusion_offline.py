@@ -15,7 +15,8 @@ recall@5 on the tuning conv-26/30 and the held-out conv-41/42/43, MRR held-out),
   + script       a Latin word counts as two CJK characters, 70% (a Chinese note naming tools is Chinese)
   + lead         the dense leader's floor, ungated (lead 0.02 -> 0.06 of cosine over the runner-up)
   + lead gate    the floor scaled by (1 - best rival lexical evidence) (318a9f6)
-  + lead ramp    the floor whole while the best rival lexical evidence is <= 0.25, nil from 0.4 (DEFAULT)
+  + lead ramp    the floor whole while the best rival lexical evidence is <= 0.25, nil from 0.4 (b58da3b)
+  + pair         the best two dense candidates too, by the second's lead over the third (DEFAULT)
 
 Calibration (--calibrate): the share of questions whose top hit is right that score at least
 `min_score` (MIN_SCORE_DEFAULTS), and of off-topic questions (bilingual.OFF_TOPIC) that score below
@@ -36,7 +37,7 @@ import argparse
 import dataclasses
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -87,7 +88,7 @@ class Corpus:
 
 
 @contextmanager
-def letter_script() -> object:
+def letter_script(on: bool) -> Iterator[None]:
     """script_of as at bdeef4c: CJK letters against Latin letters, 80%."""
     saved = fusion.script_of
 
@@ -99,11 +100,29 @@ def letter_script() -> object:
         share = cjk / (cjk + latin)
         return "zh" if share >= 0.8 else "en" if share <= 0.2 else "mixed"
 
-    fusion.script_of = old
+    if on:
+        fusion.script_of = old
     try:
         yield
     finally:
         fusion.script_of = saved
+
+
+@contextmanager
+def single_leader(on: bool) -> Iterator[None]:
+    """dense_leads with the favourite alone (no favourite pair), as at 318a9f6-d8cfe1d."""
+    saved = fusion.dense_leads
+
+    def top_one(cos: dict[str, float]) -> dict[str, float]:
+        first = sorted(cos.items(), key=lambda kv: (-kv[1], kv[0]))[:2]
+        return {first[0][0]: first[0][1] - first[1][1]} if len(first) > 1 else {}
+
+    if on:
+        fusion.dense_leads = top_one
+    try:
+        yield
+    finally:
+        fusion.dense_leads = saved
 
 
 def bilingual(data: dict, corpus: Corpus, qvecs: np.ndarray, params: fusion.FusionParams) -> dict[str, int]:
@@ -214,19 +233,18 @@ def main(args: argparse.Namespace) -> None:
 
     default = fusion.DEFAULT
     no_lead = dataclasses.replace(default, lead_low=0.98, lead_high=0.99)   # a lead no cosine reaches
-    steps = [("before (bdeef4c)", no_lead, True), ("+ script", no_lead, False),
-             ("+ lead", dataclasses.replace(default, lead_rival_low=1.0, lead_rival_high=2.0), False),
-             ("+ lead gate (x 1 - l_rival)", dataclasses.replace(default, lead_rival_low=0.0, lead_rival_high=1.0), False),
-             ("+ lead ramp (DEFAULT)", default, False)]
+    steps = [("before (bdeef4c)", no_lead, {"script": True}), ("+ script", no_lead, {}),
+             ("+ lead", dataclasses.replace(default, lead_rival_low=1.0, lead_rival_high=2.0), {"single": True}),
+             ("+ lead gate (x 1 - l_rival)", dataclasses.replace(default, lead_rival_low=0.0, lead_rival_high=1.0),
+              {"single": True}),
+             ("+ lead ramp", default, {"single": True}),
+             ("+ favourite pair (DEFAULT)", default, {})]
     kinds = ("en-en", "en-en-paraphrase", "zh-zh", "zh-zh-paraphrase", "en-zh", "zh-en", "mixed")
     print("fusion, diversity 0, context 0: bilingual-dev top-1 (of 80; cross-lingual of 24; per kind), LoCoMo")
     print(f"  {'step':<30}{'all':>5}{'cross':>7}  " + " ".join(f"{k[:8]:>8}" for k in kinds)
           + f"{'tune r@5':>10}{'held r@5':>10}{'held mrr':>10}")
-    for name, params, old_script in steps:
-        if old_script:
-            with letter_script():
-                b, lo = bilingual(data, bi, bi_q, params), locomo(convs, corpora, params)
-        else:
+    for name, params, flags in steps:
+        with letter_script(flags.get("script", False)), single_leader(flags.get("single", False)):
             b, lo = bilingual(data, bi, bi_q, params), locomo(convs, corpora, params)
         print(f"  {name:<30}{b['all']:>5}{b['cross']:>7}  " + " ".join(f"{b.get(k, 0):>8}" for k in kinds)
               + f"{lo['tune r@5']:>10.1f}{lo['held r@5']:>10.1f}{lo['held mrr']:>10.1f}")

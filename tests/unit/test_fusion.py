@@ -12,7 +12,9 @@ from projections.queries.recall.fusion import (
     EPS,
     MIN_SCORE_DEFAULTS,
     FusionParams,
+    LEAD_MIN_CANDIDATES,
     absolute_score,
+    dense_leads,
     fuse,
     fuse_minmax,
     fuse_weighted,
@@ -23,6 +25,8 @@ from projections.queries.recall.fusion import (
 )
 
 DENSE = [("a", 0.62), ("b", 0.60), ("c", 0.31)]
+#: Weak dense candidates that fill a pool up to LEAD_MIN_CANDIDATES, so that a lead counts.
+FILLERS = [(f"filler{i}", 0.05) for i in range(LEAD_MIN_CANDIDATES)]
 LEX = [("c", 12.0), ("d", 6.0), ("a", 5.0)]
 USE_FLOOR = MIN_SCORE_DEFAULTS["use-multilingual-v3"]
 
@@ -96,7 +100,7 @@ def test_a_clear_dense_lead_carries_the_top_candidate() -> None:
     # floor whatever the script, so a paraphrase is not sunk by a distractor sharing a common word
     # or two (lexical evidence up to lead_rival_low)
     lexical = [("en_shellfish", 2.0), ("en_other", 1.0)]
-    ahead = [("zh_peanuts", 0.51), ("en_shellfish", 0.40), ("en_other", 0.12)]
+    ahead = [("zh_peanuts", 0.51), ("en_shellfish", 0.40), ("en_other", 0.12), *FILLERS]
     out = dict(fuse(ahead, lexical, query_terms=3))
     assert max(out, key=out.__getitem__) == "zh_peanuts" and out["zh_peanuts"] == pytest.approx(0.51)
     # a rival that matches the query's words well still wins
@@ -115,7 +119,28 @@ def test_a_clear_dense_lead_carries_the_top_candidate() -> None:
     assert absolute_score(0.5, 0.0, p, rival_bm25=2.0, lead=1.0) < 0.05                       # rival l 0.4
     # only the dense leader gets it, and a lone candidate leads by its whole cosine
     assert dict(fuse(ahead, lexical, query_terms=3))["en_other"] < 0.2
-    assert dict(fuse([("solo", 0.3)], [("other", 1.0)], query_terms=2))["solo"] == pytest.approx(0.3)
+    # among too few candidates a lead says nothing: no floor
+    assert dict(fuse(ahead[:3], lexical, query_terms=3))["zh_peanuts"] < 0.3
+
+
+def test_dense_leads_name_the_favourite_and_a_favourite_pair() -> None:
+    assert dense_leads({}) == {} and dense_leads({"a": 0.5, "b": 0.3, "c": 0.1}) == {}   # too few
+    fill = dict(FILLERS)
+    # a 0.02 ahead of b, both 0.1 ahead of c: a pair of favourites, each credited with 0.1
+    assert dense_leads({"a": 0.52, "b": 0.5, "c": 0.4, **fill}) == {"a": pytest.approx(0.1), "b": pytest.approx(0.1)}
+    # a clear single favourite keeps its own lead
+    assert dense_leads({"a": 0.7, "b": 0.5, "c": 0.48, **fill}) == {"a": pytest.approx(0.2), "b": pytest.approx(0.02)}
+    # ties break by id, as everywhere
+    assert dense_leads({"z": 0.5, "m": 0.5, "a": 0.2, **fill}) == {"m": pytest.approx(0.3), "z": pytest.approx(0.3)}
+
+
+def test_a_pair_of_favourites_both_carry() -> None:
+    # A memory and its restatement in the other language both stand 0.1 above the rest: neither is
+    # sunk by a distractor sharing a common word with the question.
+    dense = [("en_note", 0.50), ("zh_note", 0.48), ("distractor", 0.38), ("other", 0.2), *FILLERS]
+    out = fuse(dense, [("distractor", 2.0), ("other", 1.0)], query_terms=3)
+    assert [i for i, _ in out[:2]] == ["en_note", "zh_note"]
+    assert fuse(dense[:4], [("distractor", 2.0), ("other", 1.0)], query_terms=3)[0][0] == "distractor"
 
 
 def test_lexical_evidence_raises() -> None:
