@@ -1,7 +1,8 @@
 """`derived_from` through the HTTP API (issue 13 point 2): the client's opaque episode id is accepted on
 /commit and /batch-commit, validated at the edge (nothing appended when it is refused), shown by the
 versions endpoint, and in the graph as memory -DERIVED_FROM-> episode:<namespace>:<id> (the same id
-in two namespaces is two episodes)."""
+in two namespaces is two episodes); recall reaches an answer through its episode, not through commit
+order."""
 
 from __future__ import annotations
 
@@ -100,3 +101,43 @@ async def test_the_graph_links_memories_to_their_episode_scoped_by_namespace(api
     status, nav = await api.call("POST", "/api/v1/graph/navigate", alice, json={"source": a1, "target": shared})
     assert status == 200, nav
     assert all(n["type"] != "episode" for p in nav["paths"] for n in p["nodes"]), nav
+
+
+TWO_CHATS = [("harbour", "Harbour question: when does the harbour ferry leave for the island?"),
+             ("mountain", "Mountain question: is the summit trail open in winter?"),
+             ("harbour", "At six every morning, from pier two."),
+             ("mountain", "Closed from November to March because of snow."),
+             ("harbour", "Thanks, see you there."),
+             ("mountain", "Great, goodbye.")]
+
+
+async def _ranks(api, key, namespace: str, after: int, context: float) -> list[str]:
+    status, body = await api.call("POST", "/api/v1/recall", key, json={
+        "query": "when does the harbour ferry leave", "namespace": namespace, "top_k": 10, "diversity": 0,
+        "context": context, "cache": False, "after": after})
+    assert status == 200, body
+    return [r["content"] for r in body["results"]]
+
+
+async def test_recall_reaches_an_answer_through_its_episode_not_through_commit_order(api):
+    # An agent interleaves two conversations. With derived_from, the ferry question's answer (which
+    # shares no word with it) is its context neighbour although another chat's turn was committed in
+    # between; without it (bob, the same turns), nothing is linked (a short run is no evidence of one
+    # conversation) and context changes nothing.
+    key = await api.register("alice")
+    status, body = await api.call("POST", "/api/v1/batch-commit", key, json={"entries": [
+        {"content": text, "derived_from": f"chat-{chat}"} for chat, text in TWO_CHATS]})
+    assert status == 201, body
+    bob = await api.register("bob")
+    status, plain = await api.call("POST", "/api/v1/batch-commit", bob, json={
+        "entries": [{"content": text} for _, text in TWO_CHATS]})
+    assert status == 201, plain
+    question, answer, other = TWO_CHATS[0][1], TWO_CHATS[2][1], TWO_CHATS[1][1]
+    with_episodes = await _ranks(api, key, "alice-main", plain["position"], 0.6)
+    assert with_episodes[:2] == [question, answer]
+    alone = await _ranks(api, key, "alice-main", plain["position"], 0.0)
+    assert alone.index(answer) > 1
+    # the other chat's turn committed right after the question is no neighbour of it
+    assert with_episodes.index(other) >= alone.index(other)
+    assert await _ranks(api, bob, "bob-main", plain["position"], 0.6) == \
+        await _ranks(api, bob, "bob-main", plain["position"], 0.0)
