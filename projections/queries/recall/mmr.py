@@ -17,11 +17,11 @@ for, a memory restated in other words, sits above 0.75. Measured (issue 13; LoCo
 evidence turns in the top 5 0.596 with no MMR, 0.632 with textbook MMR at 0.5 (but clean held-out
 conv-41/42/43 recall@5 59.3 -> 55.4), 0.649 with the floor at 0.75 and held-out recall@5 59.5;
 0.6-0.85 all within 0.01 distinct and 1.1 recall. Through the API (``tests/bench/locomo_mmr.py``,
-defaults otherwise, top_k 25): distinct evidence in the top 5 0.669 at λ 0, 0.742 at 0.3, 0.745
-at 0.5, 0.752 at 0.7; copies in the top 5 1.54, 0.29, 0.003, 0; clean held-out recall@5 65.7,
-65.5, 65.3, 65.3 (textbook MMR at 0.5 cost 2.7 there: 65.2 -> 62.5). The default stays the seed's
-0.5: it removes the duplicates, and 0.7 is better by two questions of 302 on the tuning
-conversations and equal on the held-out ones. With the floor, every candidate that repeats none
+defaults otherwise, top_k 25): distinct evidence in the top 5 0.672 at λ 0, 0.742 at 0.3, 0.745
+at 0.5, 0.745 at 0.7; copies in the top 5 1.53, 0.29, 0.003, 0; clean held-out recall@5 65.5,
+65.2, 65.1, 65.0 (textbook MMR at 0.5 cost 2.7 there: 65.2 -> 62.5). The default stays the seed's
+0.5: it removes the duplicates (0.3 leaves a quarter of a slot to them), and 0.7 adds nothing on
+the tuning conversations. With the floor, every candidate that repeats none
 of the chosen ones ties on novelty, so even λ 1 keeps their relevance order.
 
 Relevance should be on a scale comparable to cosine similarity, e.g. reranker scores in [0, 1];
