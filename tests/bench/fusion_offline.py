@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
