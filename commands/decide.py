@@ -56,7 +56,12 @@ def decide_register(cmd: RegisterAgent, existing: AgentIndex | None, main_owner:
 
 
 def target_namespace(actor: Actor, cmd: CommitMemory) -> str:
-    ns = cmd.namespace or actor.main_namespace
+    return writable_namespace(actor, cmd.namespace)
+
+
+def writable_namespace(actor: Actor, namespace: str | None) -> str:
+    """`namespace` (the actor's main one when None), if the actor may write into it (else 403)."""
+    ns = namespace or actor.main_namespace
     if not actor.can_write(ns):
         raise Forbidden(f"agent {actor.agent_id} may not write into namespace {ns}",
                         {"namespace": ns, "writable": [*actor.own_namespaces, SHARED_NAMESPACE]})

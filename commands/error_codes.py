@@ -36,6 +36,7 @@ class ErrorCode(StrEnum):
     VERSION_CONFLICT = "version_conflict"
     AGENT_EXISTS = "agent_exists"
     NAMESPACE_TAKEN = "namespace_taken"
+    EPISODE_EXISTS = "episode_exists"
     # 413 / 415 / 422
     PAYLOAD_TOO_LARGE = "payload_too_large"
     UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"

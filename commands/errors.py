@@ -37,6 +37,12 @@ class NotFound(CommandError):
     code = ErrorCode.NOT_FOUND
 
 
+class TooLarge(CommandError):
+    """A request part exceeds a size limit that is not a field's own (e.g. an episode over 256 KB)."""
+
+    code = ErrorCode.PAYLOAD_TOO_LARGE
+
+
 class Conflict(CommandError):
     """The state changed or already exists (stale expected_version, agent already registered)."""
 

@@ -22,6 +22,9 @@ class Limits:
     max_include_namespaces: int = 16
     max_synonyms: int = 32
     max_synonym_chars: int = 64
+    max_episode_bytes: int = 256 * 1024     # one episode's JSON (its turns and fields), as sent
+    max_episode_turns: int = 2_000
+    max_episode_batch: int = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +51,29 @@ class CommitMemory:
 @dataclass(frozen=True, slots=True)
 class BatchCommit:
     entries: tuple[CommitMemory, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeTurn:
+    role: str                    # user | assistant | tool | system
+    content: str
+    at: str = ""                 # ISO 8601 as the client sent it; "" = not given
+
+
+@dataclass(frozen=True, slots=True)
+class CommitEpisode:
+    """Store a raw episode (L0): a conversation or a task log. `episode_id` "" = generate one."""
+
+    kind: str                    # conversation | task
+    turns: tuple[EpisodeTurn, ...]
+    status: str = "ok"           # ok | skipped | error (a task's outcome)
+    episode_id: str = ""
+    namespace: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CommitEpisodes:
+    entries: tuple[CommitEpisode, ...] = field(default_factory=tuple)
 
 
 @dataclass(frozen=True, slots=True)

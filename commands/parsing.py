@@ -179,15 +179,21 @@ def parse_commit(body: Any, limits: Limits) -> CommitMemory:
 
 
 def _derived_from(body: dict[str, Any], limits: Limits) -> str:
-    """The client's opaque episode id (conversation, session, task): not blank, no control characters,
-    at most `max_derived_from_chars`; absent = "" (no episode). Scoped to the memory's namespace."""
-    value = opt_str(body, "derived_from", max_chars=limits.max_derived_from_chars)
+    """The client's opaque episode id (conversation, session, task): see `opaque_id`; absent = "" (no
+    episode). Scoped to the memory's namespace."""
+    return opaque_id(body, "derived_from", limits.max_derived_from_chars)
+
+
+def opaque_id(body: dict[str, Any], field: str, max_chars: int) -> str:
+    """A client-chosen opaque id (an episode's): not blank, no control characters, at most `max_chars`;
+    absent = ""."""
+    value = opt_str(body, field, max_chars=max_chars)
     if value is None:
         return ""
     if not is_text(value):
-        raise _fail("derived_from", "must not be empty (leave the field out instead)")
+        raise _fail(field, "must not be empty (leave the field out instead)")
     if CONTROL_CHARS_RE.search(value):
-        raise _fail("derived_from", "must not contain control characters")
+        raise _fail(field, "must not contain control characters")
     return value
 
 

@@ -23,6 +23,9 @@ Types registered so far:
 - ``eval.golden_set_created`` — a golden query set for the evaluation framework (seed 6.1): its
   id, how it was generated (``generator``, ``seed``) and the queries, each with ``expected_ids``.
   Recorded as a decision, so a later LLM generator's output replays without calling the LLM.
+- ``episode.committed`` / ``episode.distillation_started`` / ``episode.distilled`` — a raw episode (L0:
+  a conversation or a task log, immutable, id scoped to its namespace) and its distillation into L1
+  memories (decided by the distillation reaction; documented on each class).
 - ``eval.completed`` — one evaluation run: the metrics (recall@k, precision@k, MRR, by tag, by
   agent), counts, the golden set id (empty for explicit queries) and ``top_k``; the per-query
   details are kept only when small.
@@ -137,11 +140,14 @@ class MemoryCommitted:
     tags: tuple[str, ...] = ()
     depends_on: tuple[str, ...] = ()
     derived_from: str = ""
+    extractor: str = ""                              # distilled: the extractor that wrote it ("" = an agent's commit)
+    scores: tuple[tuple[str, float], ...] = ()       # distilled: (dimension, score) pairs, e.g. seed 3.1's IS..RU
 
     def __post_init__(self) -> None:
         # decoded JSON gives lists; keep payloads hashable and comparable
         object.__setattr__(self, "tags", tuple(self.tags))
         object.__setattr__(self, "depends_on", tuple(self.depends_on))
+        object.__setattr__(self, "scores", tuple((str(k), float(v)) for k, v in self.scores))
 
 
 @event_type("memory.deleted")
@@ -382,3 +388,52 @@ class EvalCompleted:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "details", tuple(self.details))
+
+
+@event_type("episode.committed")
+@dataclass(frozen=True, slots=True)
+class EpisodeCommitted:
+    """A raw episode (L0, seed 1.2): a conversation or a task log, immutable. `episode_id` is the
+    client's opaque id (or one generated at the edge), scoped to `namespace` — the id memories carry
+    in `derived_from`. `turns` are {role, content, at?} objects; `fingerprint` is the sha256 of the
+    episode's canonical body (a retry with the same body is a duplicate, another body a conflict)."""
+
+    episode_id: str
+    namespace: str
+    kind: str                                  # conversation | task
+    status: str                                # ok | skipped | error
+    turns: tuple[dict[str, str], ...]
+    fingerprint: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "turns", tuple(self.turns))
+
+
+@event_type("episode.distillation_started")
+@dataclass(frozen=True, slots=True)
+class EpisodeDistillationStarted:
+    """The distillation reaction took the episode (distill_status `processing`): it passed the hard
+    rules and waits for `extractor` (an LLM batch), or is being extracted now."""
+
+    episode_id: str
+    namespace: str
+    extractor: str
+
+
+@event_type("episode.distilled")
+@dataclass(frozen=True, slots=True)
+class EpisodeDistilled:
+    """The episode's distillation is decided: `completed` with the memories it yielded (`distilled_to`,
+    committed in the same append, possibly none) or `skipped` by a hard rule (`reason`). `density` is
+    the information density the hard rules measured; `extractor` wrote the memories."""
+
+    episode_id: str
+    namespace: str
+    status: str                                # completed | skipped
+    distilled_to: tuple[str, ...] = ()
+    extractor: str = ""
+    reason: str = ""
+    density: float = 0.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "distilled_to", tuple(self.distilled_to))

@@ -1,6 +1,6 @@
 """Counters and flags that commands keep in Redis beside the log (not events: they are never replayed).
 
-- the LLM daily call budget (`keys.llm_calls`): one counter per UTC day, expiring after two days;
+- the LLM daily call budgets (`keys.llm_calls`): one counter per budget and UTC day, expiring after two days;
 - the PassiveValidator's partial overlaps (`keys.validator_partials`): per memory, a sorted set of
   the commits that partially overlapped it, scored by their time, so a redelivered commit keeps
   its rank;
@@ -23,9 +23,10 @@ LLM_CALLS_TTL_S = 2 * 86_400
 class Counters:
     redis: Redis
 
-    async def count_llm_call(self, day: str) -> int:
-        """Count one LLM call on `day` (UTC, "YYYY-MM-DD"); returns the day's calls so far, this one included."""
-        key = keys.llm_calls(day)
+    async def count_llm_call(self, day: str, budget: str = "") -> int:
+        """Count one LLM call on `day` (UTC, "YYYY-MM-DD") against `budget`; returns the day's calls so far,
+        this one included."""
+        key = keys.llm_calls(day, budget)
         pipe = self.redis.pipeline(transaction=True)
         pipe.incr(key)
         pipe.expire(key, LLM_CALLS_TTL_S)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from events.redis import keys
 from events.catalogue import (
-    AgentRegistered, MemoryCommitted, MemoryCorrected, MemoryDeleted, MemoryDeprecated, MemoryForgotten,
+    AgentRegistered, EpisodeCommitted, MemoryCommitted, MemoryCorrected, MemoryDeleted, MemoryDeprecated, MemoryForgotten,
     MemoryMarkedStale, MemoryQualityDropped, MemoryQualityRecovered,
 )
 from events.envelope import Event
@@ -53,6 +53,10 @@ class Guard:
         return cls(keys.memory(memory_id), "deleted", "0")
 
     @classmethod
+    def episode_absent(cls, namespace: str, episode_id: str) -> "Guard":
+        return cls(keys.episode(namespace, episode_id), "fp", None)
+
+    @classmethod
     def absent(cls, key: str, field: str) -> "Guard":
         return cls(key, field, None)
 
@@ -68,6 +72,8 @@ def index_ops(event: Event) -> list[HSet]:
         return [HSet(keys.memory(d.memory_id), {"version": str(d.version)})]
     if isinstance(d, (MemoryQualityDropped, MemoryQualityRecovered)):  # the open notice, for the quality policy
         return [HSet(keys.memory(d.memory_id), {"notice": "1" if isinstance(d, MemoryQualityDropped) else "0"})]
+    if isinstance(d, EpisodeCommitted):
+        return [HSet(keys.episode(d.namespace, d.episode_id), {"fp": d.fingerprint, "agent": event.agent})]
     if isinstance(d, AgentRegistered):
         return [
             HSet(keys.agent(d.agent_id), {"main": d.main_namespace, "ephemeral": d.ephemeral_namespace,

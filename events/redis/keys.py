@@ -68,7 +68,13 @@ def heartbeat(instance_id: str) -> str:
     return HEARTBEAT_PREFIX + instance_id
 
 
-INDEX_PATTERNS = (PREFIX + "agent:*", PREFIX + "mem:*")
+def episode(namespace: str, episode_id: str) -> str:
+    """Hash of one episode's write-side index: fp (the fingerprint of its body), agent. Namespaces
+    hold no ':', so the key is unique for every (namespace, id)."""
+    return f"{PREFIX}ep:{namespace}:{episode_id}"
+
+
+INDEX_PATTERNS = (PREFIX + "agent:*", PREFIX + "mem:*", PREFIX + "ep:*")
 """Patterns of the per-entity write-side index keys (for rebuilding them)."""
 
 
@@ -81,6 +87,7 @@ LLM_CALLS_PREFIX = PREFIX + "llm:calls:"
 """+ UTC date (YYYY-MM-DD): the LLM calls made that day (a counter expiring after two days)."""
 
 
-def llm_calls(day: str) -> str:
-    """The LLM call counter of one UTC day ("2026-12-03")."""
-    return LLM_CALLS_PREFIX + day
+def llm_calls(day: str, budget: str = "") -> str:
+    """The LLM call counter of one UTC day ("2026-12-03") for one budget ("" = the general one, used by
+    entity extraction; "distill" = distillation's own)."""
+    return LLM_CALLS_PREFIX + (f"{budget}:" if budget else "") + day

@@ -349,6 +349,15 @@ class EventStore:
             return None
         return AgentIndex(agent_id, h.get("main", ""), h.get("ephemeral", ""), h.get("type", ""), h.get("key", ""))
 
+    async def episode_fingerprints(self, episodes: Sequence[tuple[str, str]]) -> dict[tuple[str, str], str]:
+        """The stored fingerprint of each (namespace, episode id) already committed; absent ones are left out."""
+        if not episodes:
+            return {}
+        pipe = self.redis.pipeline(transaction=False)
+        for ns, episode_id in episodes:
+            pipe.hget(keys.episode(ns, episode_id), "fp")
+        return {pair: as_str(fp) for pair, fp in zip(episodes, await pipe.execute()) if fp is not None}
+
     async def namespace_owner(self, namespace: str) -> str | None:
         val = await self.redis.hget(keys.NAMESPACE_OWNERS, namespace)
         return as_str(val) if val is not None else None

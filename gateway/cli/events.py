@@ -69,6 +69,15 @@ def summarize(event: Event) -> str:
         return f'query="{_head(d.get("query", ""))}" → {n} result{"" if n == 1 else "s"}'
     if event.type == "agent.registered":
         return f'{d.get("agent_id", "")} ({d.get("agent_type", "")}) main={d.get("main_namespace", "")}'
+    if event.type.startswith("episode."):
+        parts = [str(d.get("episode_id", ""))]
+        if event.type == "episode.committed":
+            parts += [f'{d.get("kind", "")}/{d.get("status", "")}', f'{len(d.get("turns") or ())} turns']
+        elif event.type == "episode.distilled":
+            parts += [str(d.get("status", "")), f'→ {len(d.get("distilled_to") or ())} memories']
+        parts += [f'extractor={d["extractor"]}'] if d.get("extractor") else []
+        parts += [f'reason={d["reason"]}'] if d.get("reason") else []
+        return " ".join(parts)
     parts = [str(d["memory_id"])] if d.get("memory_id") else []
     parts += [f'v{d["version"]}'] if "version" in d else []
     parts += [_head(d["content"])] if d.get("content") else [f'query="{_head(d["query"])}"'] if d.get("query") else []

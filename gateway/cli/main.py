@@ -60,6 +60,7 @@ def build_settings(args: argparse.Namespace, redis_url: str, *, api_key: str = "
         llm_api_key=env.llm_api_key,
         llm_model=env.llm_model,
         llm_daily_limit=env.llm_daily_limit,
+        llm_distill_daily_limit=env.llm_distill_daily_limit,
         local_rerank=env.local_rerank,
         recall_cache_ttl_s=env.recall_cache_ttl_s,
         forget_capacity=env.forget_capacity,

@@ -12,7 +12,8 @@ from aiohttp import web
 
 from events.clock import SystemClock
 from gateway.http.appkeys import (
-    ACTIVITY, AUDIT, BACKGROUND, CLOCK, COMMANDS, EMBEDDER, EPOCH_GUARD, EVAL, GRAPH, PROJECTORS, QUERIES, REACTIONS,
+    ACTIVITY, AUDIT, BACKGROUND, CLOCK, COMMANDS, DISTILL_BATCHER, EMBEDDER, EPISODE_COMMANDS, EPISODES, EPOCH_GUARD,
+    EVAL, GRAPH, PROJECTORS, QUERIES, REACTIONS,
     READER, RECALL, RECALL_CACHE, RERANKER, RUNNER_TASKS, SCHEDULER, SETTINGS, STOPPING, STORE, SYNONYMS, TOMBSTONES,
     WAITER,
 )
@@ -21,7 +22,7 @@ from gateway.http.epoch_guard import epoch_middleware
 from gateway.http.errors import error_middleware
 from gateway.http.request_schema import unknown_query_middleware
 from gateway.http.handlers import (
-    admin, agents, evaluation, feedback, graph, memories, recall, synonyms, system, tombstones,
+    admin, agents, episodes, evaluation, feedback, graph, memories, recall, synonyms, system, tombstones,
 )
 from gateway.process.wiring import Services, open_services
 from gateway.process.settings import Settings
@@ -54,7 +55,8 @@ def create_app(settings: Settings, *, embedder=None, clock=None) -> web.Applicat
         app[EMBEDDER] = embedder
     app[CLOCK] = clock if clock is not None else SystemClock()
     app.cleanup_ctx.append(services)
-    for module in (system, agents, memories, feedback, admin, tombstones, recall, synonyms, evaluation, graph):
+    for module in (system, agents, memories, episodes, feedback, admin, tombstones, recall, synonyms, evaluation,
+                   graph):
         app.add_routes(module.routes())
     return app
 
@@ -66,6 +68,8 @@ async def services(app: web.Application) -> AsyncIterator[None]:
         app[STORE], app[EPOCH_GUARD], app[WAITER], app[EMBEDDER] = s.store, s.epoch_guard, s.waiter, s.embedder
         app[READER], app[SYNONYMS], app[ACTIVITY], app[GRAPH], app[TOMBSTONES] = \
             s.memories, s.synonyms, s.activity, s.graph, s.tombstones
+        app[EPISODES], app[EPISODE_COMMANDS] = s.episodes, s.episode_commands
+        app[DISTILL_BATCHER] = s.distill_batcher
         app[COMMANDS], app[RECALL], app[RERANKER], app[RECALL_CACHE], app[QUERIES], app[EVAL] = \
             s.commands, s.recall, s.reranker, s.recall_cache, s.queries, s.eval
         app[SCHEDULER], app[REACTIONS], app[AUDIT], app[PROJECTORS] = s.scheduler, s.reactions, s.audit, s.projectors
@@ -75,7 +79,8 @@ async def services(app: web.Application) -> AsyncIterator[None]:
 
 
 def _start_runners(s: Services) -> None:
-    """The projectors (when they run in this process), the reactions and the periodic scheduler, as
+    """The projectors (when they run in this process), the reactions (with the LLM distillation queue)
+    and the periodic scheduler, as
     tasks that stop when `s.stopping` is set (the wiring sets it and waits for them on shutdown)."""
     settings = s.settings
     if settings.run_projectors:
@@ -84,6 +89,10 @@ def _start_runners(s: Services) -> None:
     if s.reactions is not None:
         s.runner_tasks.append(asyncio.create_task(s.reactions.run(s.stopping), name="reactions"))
         log.info("reactions.started", policies=[p.name for p in s.reactions.policies])
+    if s.distill_batcher is not None:
+        s.runner_tasks.append(asyncio.create_task(s.distill_batcher.run(s.stopping), name="distill_batcher"))
+        log.info("distill_batcher.started", batch_size=settings.distill_batch_size,
+                 max_wait_s=settings.distill_max_wait_s)
     if settings.run_scheduler and settings.tick_interval_s > 0:
         s.runner_tasks.append(asyncio.create_task(s.scheduler.run(s.stopping, settings.tick_interval_s),
                                                   name="scheduler"))

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from commands.distill.batcher import DistillBatcher
+from commands.episodes import EpisodeCommands
 from commands.evaluation import EvalService
 from commands.handlers import CommandService
 from commands.reactions.runner import ReactionsRunner
@@ -20,6 +22,7 @@ from gateway.process.queries import Queries
 from gateway.process.settings import Settings
 from projections.activity.reader import ActivityReader
 from projections.core.waiter import CheckpointWaiter
+from projections.episodes.reader import EpisodesReader
 from projections.graph.reader import GraphReader
 from projections.memories.reader import MemoriesReader
 from projections.models.cached_embedder import CachedEmbedder
@@ -44,6 +47,9 @@ SYNONYMS = web.AppKey("synonyms", SynonymsReader)
 GRAPH = web.AppKey("graph", GraphReader)
 ACTIVITY = web.AppKey("activity", ActivityReader)
 TOMBSTONES = web.AppKey("tombstones", TombstonesReader)
+EPISODES = web.AppKey("episodes", EpisodesReader)
+EPISODE_COMMANDS = web.AppKey("episode_commands", EpisodeCommands)
+DISTILL_BATCHER: web.AppKey[DistillBatcher | None] = web.AppKey("distill_batcher")  # None without an LLM
 EVAL = web.AppKey("eval", EvalService)
 CLOCK: web.AppKey[Clock] = web.AppKey("clock")      # injectable: tests move time
 SCHEDULER = web.AppKey("scheduler", Scheduler)

@@ -10,7 +10,7 @@ from aiohttp import web
 
 from commands.error_codes import ErrorCode
 from commands.errors import (
-    CommandError, Conflict, Forbidden, IdempotencyKeyReused, InvalidCommand, NotFound, Unprocessable,
+    CommandError, Conflict, Forbidden, IdempotencyKeyReused, InvalidCommand, NotFound, TooLarge, Unprocessable,
 )
 from events.errors import LogResetError, OutcomeUnknown
 from events.redis.client import UNAVAILABLE_ERRORS
@@ -46,7 +46,7 @@ def error_response(status: int, code: ErrorCode, message: str, details: dict[str
 
 _STATUS_BY_ERROR: list[tuple[type, int]] = [
     (InvalidCommand, 400), (Forbidden, 403), (NotFound, 404), (Conflict, 409), (IdempotencyKeyReused, 422),
-    (Unprocessable, 422),
+    (Unprocessable, 422), (TooLarge, 413),
 ]
 
 _HTTP_CODES = {400: ErrorCode.BAD_REQUEST, 401: ErrorCode.UNAUTHORIZED, 403: ErrorCode.FORBIDDEN,

@@ -6,7 +6,7 @@ from typing import Any
 
 from events.vocabulary import CATEGORIES, DECAY_CLASSES, KINDS, TIERS
 from gateway.http import openapi_eval
-from gateway.http import openapi_feedback
+from gateway.http import openapi_episodes, openapi_feedback
 from gateway.http import openapi_graph
 from gateway.http.openapi_fields import (
     AFTER, AFTER_HEADER, AFTER_QUERY, AGENT_ACT, AGENT_QUERY, BOOLEAN, CONTENT, IDEMPOTENCY, LIMITS, MEMORY_ID,
@@ -221,18 +221,21 @@ def openapi_document() -> dict:
                                                     **_errors("400", "401", "404", "504")}}},
             **openapi_eval.PATHS,
             **openapi_feedback.PATHS,
+            **openapi_episodes.PATHS,
             **openapi_graph.PATHS,
         },
         "components": {
             "securitySchemes": {"ApiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"}},
-            "schemas": {**SCHEMAS, **openapi_eval.SCHEMAS, **openapi_feedback.SCHEMAS, **openapi_graph.SCHEMAS},
+            "schemas": {**SCHEMAS, **openapi_eval.SCHEMAS, **openapi_feedback.SCHEMAS, **openapi_graph.SCHEMAS,
+                        **openapi_episodes.SCHEMAS},
             "responses": {
                 "BadRequest": _error_response("Malformed JSON, wrong types, missing or unknown fields "
                                               "(unknown_field), or admin write without agent_id"),
                 "Unauthorized": _error_response("Missing or invalid X-API-Key"),
                 "Forbidden": _error_response("Not allowed for this key or namespace"),
                 "NotFound": _error_response("Unknown memory or agent"),
-                "Conflict": _error_response("Stale expected_version or already registered"),
+                "Conflict": _error_response("Stale expected_version, already registered, or an episode id "
+                                             "already committed with another body (episode_exists)"),
                 "TooLarge": _error_response("Request body too large"),
                 "Unprocessable": _error_response("Well-formed but not processable: Idempotency-Key reused with "
                                                  "another body, a graph query that does not parse "

@@ -37,6 +37,10 @@ class Settings:
     llm_api_key: str | None = None
     llm_model: str = "default"
     llm_daily_limit: int = 500           # ZHIYI_LLM_DAILY_LIMIT: chat calls per UTC day (0: unlimited)
+    llm_distill_daily_limit: int = 50    # ZHIYI_LLM_DISTILL_DAILY_LIMIT: distillation's own budget (0: unlimited)
+    distill_batch_size: int = 10         # LLM distillation: episodes per call (seed 3.1)
+    distill_max_wait_s: float = 300.0    # ... or sooner, once the oldest queued episode waited this long
+    distill_poll_s: float = 5.0          # how often the distillation queue is looked at
     local_rerank: bool = False           # ZHIYI_LOCAL_RERANK=1: the e5 re-scorer (slow on small CPUs)
     recall_cache_ttl_s: int = 3600       # recall.cache_ttl_seconds; 0 disables the search cache
     forget_capacity: int = 10_000        # live memories per namespace above which a forget run evicts (LRU)
@@ -98,6 +102,7 @@ class Environment:
     llm_api_key: str | None = None
     llm_model: str = "default"
     llm_daily_limit: int = 500               # ZHIYI_LLM_DAILY_LIMIT
+    llm_distill_daily_limit: int = 50        # ZHIYI_LLM_DISTILL_DAILY_LIMIT
     local_rerank: bool = False               # ZHIYI_LOCAL_RERANK
     recall_cache_ttl_s: int = 3600           # ZHIYI_RECALL_CACHE_TTL
     forget_capacity: int = 10_000            # ZHIYI_FORGET_CAPACITY
@@ -128,6 +133,7 @@ class Environment:
             llm_api_key=env.get("LLM_API_KEY") or None,
             llm_model=env.get("LLM_MODEL") or "default",
             llm_daily_limit=int(env.get("ZHIYI_LLM_DAILY_LIMIT", "500")),
+            llm_distill_daily_limit=int(env.get("ZHIYI_LLM_DISTILL_DAILY_LIMIT", "50")),
             local_rerank=_flag(env.get("ZHIYI_LOCAL_RERANK")),
             recall_cache_ttl_s=int(env.get("ZHIYI_RECALL_CACHE_TTL", "3600")),
             forget_capacity=int(env.get("ZHIYI_FORGET_CAPACITY", "10000")),

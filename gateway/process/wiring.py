@@ -26,9 +26,12 @@ from typing import Any, AsyncIterator, Awaitable, Callable
 
 import structlog
 
+from commands.episodes import EpisodeCommands
 from commands.evaluation import EvalService
 from commands.handlers import CommandService
+from commands.distill.batcher import DistillBatcher
 from commands.llm import ChatClient
+from commands.reactions.distillation import DistillationPolicy
 from commands.reactions.cascade import CorrectionCascadePolicy
 from commands.reactions.llm_entities import LLMEntityPolicy
 from commands.reactions.policy import Policy
@@ -52,6 +55,7 @@ from projections.activity.reader import ActivityReader, RecallCounts
 from projections.core.registry import NAMES, projection_dir
 from projections.core.runner_set import RunnerSet
 from projections.core.waiter import CheckpointWaiter
+from projections.episodes.reader import EpisodesReader
 from projections.graph.reader import GraphReader
 from projections.memories.reader import MemoriesReader
 from projections.models.cached_embedder import CachedEmbedder
@@ -177,6 +181,10 @@ class Services:
     def tombstones(self) -> TombstonesReader:
         return self._reader(TombstonesReader(projection_dir(self.settings.data_dir, "tombstones")), "tombstones")
 
+    @cached_property
+    def episodes(self) -> EpisodesReader:
+        return self._reader(EpisodesReader(projection_dir(self.settings.data_dir, "episodes")), "episodes")
+
     def _reader(self, reader: Any, name: str) -> Any:
         self._closes_sync(reader.close, name)
         return reader
@@ -218,6 +226,10 @@ class Services:
         return CommandService(self.store, self.settings.limits)
 
     @cached_property
+    def episode_commands(self) -> EpisodeCommands:
+        return EpisodeCommands(self.store)
+
+    @cached_property
     def eval(self) -> EvalService:
         return EvalService(self.store, self.recall, self.memories)
 
@@ -256,6 +268,26 @@ class Services:
         return llm
 
     @cached_property
+    def distill_llm(self) -> ChatClient | None:
+        """The chat model for distillation, on its own daily budget (`ZHIYI_LLM_DISTILL_DAILY_LIMIT`)."""
+        s = self.settings
+        if not s.llm_endpoint:
+            return None
+        llm = ChatClient(s.llm_endpoint, s.llm_model, s.llm_api_key, counters=self.counters,
+                         daily_limit=s.llm_distill_daily_limit, clock=self.clock, budget="distill")
+        self._closes(llm.close, "distill_llm_client")
+        return llm
+
+    @cached_property
+    def distill_batcher(self) -> DistillBatcher | None:
+        """The LLM distillation queue's worker (None without an LLM, or in a process without reactions)."""
+        s = self.settings
+        if self.distill_llm is None or not s.run_reactions:
+            return None
+        return DistillBatcher(self.store, self.episodes, self.distill_llm, self.clock, batch_size=s.distill_batch_size,
+                              max_wait_s=s.distill_max_wait_s, poll_s=s.distill_poll_s)
+
+    @cached_property
     def reactions(self) -> ReactionsRunner | None:
         """The reactions runner (None when this process runs no reactions)."""
         if not self.settings.run_reactions:
@@ -283,7 +315,7 @@ class Services:
         every handle on the old folder; each reader reopens the new one on its next use, the
         followers and the serving index reload."""
         self.commands.forget_agents()  # registrations of a lost log must not authenticate
-        for reader in (self.memories, self.activity, self.graph, self.tombstones, self.synonyms):
+        for reader in (self.memories, self.activity, self.graph, self.tombstones, self.synonyms, self.episodes):
             reader.close()
         for follower in self._followers:
             await follower.reset()
@@ -299,12 +331,13 @@ def make_embedding_model(settings: Settings) -> CachedEmbedder:
 
 
 def reaction_policies(services: Services) -> list[Policy]:
-    """The reaction policies a deployment runs: the quality notice, the passive validator and the
-    correction cascade, plus the LLM entity extraction when an LLM endpoint is configured."""
+    """The reaction policies a deployment runs: the quality notice, the passive validator, the
+    correction cascade and distillation (rules, or the LLM's queue), plus the LLM entity extraction
+    when an LLM endpoint is configured."""
     s = services
     policies: list[Policy] = [QualityNoticePolicy(s.memories, s.counters),
                               PassiveValidatorPolicy(s.recall, s.memories, s.counters),
-                              CorrectionCascadePolicy(s.graph, s.store)]
+                              CorrectionCascadePolicy(s.graph, s.store), DistillationPolicy(s.distill_llm)]
     if s.llm is not None:
         policies.append(LLMEntityPolicy(s.llm))
     return policies
@@ -331,7 +364,8 @@ async def _open_gateway(s: Services, stack: AsyncExitStack) -> None:
         await require_durable(s.store.redis)
     await s.epoch_guard.open()  # the projections' epoch, expected by every append from now on
     # everything the app serves, opened before the shutdown-ordered steps below (so closed after them)
-    _ = (s.commands, s.tombstones, s.recall, s.recall_cache, s.queries, s.eval, s.scheduler, s.reactions,
+    _ = (s.commands, s.episode_commands, s.tombstones, s.episodes, s.recall, s.recall_cache, s.queries, s.eval,
+         s.scheduler, s.reactions, s.distill_batcher,
          s.projector_runners if s.settings.run_projectors else None)
     s.warm_up_models()
     await s.recall.load()  # starts loading the serving index; LanceDB serves meanwhile

@@ -2,7 +2,7 @@
 
 Each projector has its own subdirectory `<root>/projections/<name>`; `root` is the data dir
 for the live projections, or a scratch dir for a rebuild. Add new projectors here (the
-graph projector is the newest).
+episodes projector is the newest).
 """
 
 from __future__ import annotations
@@ -14,11 +14,12 @@ from projections.activity.projector import ActivityProjector
 from projections.graph.projector import GraphProjector
 from projections.memories.projector import MemoriesProjector
 from projections.core.projector import Projector
+from projections.episodes.projector import EpisodesProjector
 from projections.synonyms.projector import SynonymsProjector
 from projections.tombstones.projector import TombstonesProjector
 
 PROJECTIONS_DIR = "projections"
-NAMES: tuple[str, ...] = ("memories", "synonyms", "activity", "tombstones", "graph")
+NAMES: tuple[str, ...] = ("memories", "synonyms", "activity", "tombstones", "graph", "episodes")
 
 
 def projections_root(root: Path) -> Path:
@@ -37,8 +38,10 @@ def make_projectors(data_dir: Path, embedder: Any, *, offline: bool = False) -> 
     tombstones = TombstonesProjector(projection_dir(data_dir, "tombstones"),
                                      compact_after_writes=0 if offline else 100)
     graph = GraphProjector(projection_dir(data_dir, "graph"))
+    episodes = EpisodesProjector(projection_dir(data_dir, "episodes"), compact_after_writes=0 if offline else 100)
     if offline:
         return [MemoriesProjector(projection_dir(data_dir, "memories"), embedder, compact_after_rows=0,
                                   vector_index_min_rows=0, serving_indexes=False), synonyms, activity, tombstones,
-                graph]
-    return [MemoriesProjector(projection_dir(data_dir, "memories"), embedder), synonyms, activity, tombstones, graph]
+                graph, episodes]
+    return [MemoriesProjector(projection_dir(data_dir, "memories"), embedder), synonyms, activity, tombstones, graph,
+            episodes]

@@ -16,7 +16,7 @@ async def _openapi(api) -> dict:
 
 
 def _concrete(path: str) -> str:
-    return path.replace("{memory_id}", "m-1")
+    return path.replace("{memory_id}", "m-1").replace("{episode_id}", "ep-1")
 
 
 async def _raw(api, request: bytes) -> tuple[int, dict]:

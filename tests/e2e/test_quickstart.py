@@ -12,6 +12,7 @@ import re
 import shutil
 import stat
 import subprocess
+import time
 import urllib.parse
 from pathlib import Path
 
@@ -86,7 +87,7 @@ def test_readme_quickstart_works_as_written_with_make_up(tmp_path):
         run = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=cwd, capture_output=True,
                              text=True, timeout=120, env=env)
         assert run.returncode == 0, run.stderr + run.stdout
-        health, register, commit, recall_post, recall_get, batch, note, delete, stats = _calls(calls)
+        health, register, commit, recall_post, recall_get, batch, note, delete, stats, episode, view = _calls(calls)
         admin = (data / "api_key").read_text().strip()
 
         assert (health["path"], health["status"]) == ("/health", 200)
@@ -116,6 +117,10 @@ def test_readme_quickstart_works_as_written_with_make_up(tmp_path):
         assert (stats["path"], stats["status"]) == ("/api/v1/stats", 200)
         assert stats["body"]["memories"]["total"] == 3  # comfy + 2 batch; the temporary note is deleted
         assert stats["body"]["events"]["last_position"]
+        assert (episode["path"], episode["status"]) == ("/api/v1/episodes", 201), episode
+        assert episode["body"]["episode_id"] == "chat-1204" and episode["body"]["namespace"] == "hermes-main"
+        assert (view["path"], view["status"]) == ("/api/v1/episodes/chat-1204", 200), view
+        assert view["body"]["distill_status"] in ("pending", "processing", "completed"), view
 
         # the other reads that answered 500 with a relative data dir
         mem, agent = com["memory_id"], reg["api_key"]
@@ -128,6 +133,19 @@ def test_readme_quickstart_works_as_written_with_make_up(tmp_path):
         assert status == 201, added
         status, listed = request(port, "GET", f"/api/v1/admin/synonyms?after={added['position']}", admin)
         assert status == 200 and listed["total"] == 1, listed
+        # the episode was distilled (by the rules: no LLM configured) into a memory recall finds
+        for _ in range(100):
+            status, ep = request(port, "GET", "/api/v1/episodes/chat-1204", agent)
+            if ep.get("distill_status") == "completed":
+                break
+            time.sleep(0.1)
+        assert status == 200 and ep["distill_status"] == "completed" and len(ep["distilled_to"]) == 1, ep
+        for _ in range(100):   # the distilled memory reaches the memories projection moments later
+            status, found = request(port, "GET", "/api/v1/recall?query=NAS%20%E5%A4%87%E4%BB%BD&cache=false", agent)
+            if found.get("results") and found["results"][0]["memory_id"] == ep["distilled_to"][0]:
+                break
+            time.sleep(0.1)
+        assert status == 200 and found["results"][0]["memory_id"] == ep["distilled_to"][0], found
     finally:
         out = stop(proc)
     assert proc.returncode == 0, out

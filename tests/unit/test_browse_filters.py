@@ -8,7 +8,7 @@ import pytest
 
 from events import browse
 from events.browse import EventFilter, parse_time
-from events.catalogue import MemoryCommitted, MemoryDeleted, RecallServed
+from events.catalogue import EpisodeCommitted, EpisodeDistilled, MemoryCommitted, MemoryDeleted, RecallServed
 from events.envelope import Event
 from gateway.cli import events as render
 
@@ -180,6 +180,12 @@ def test_summaries() -> None:
     assert render.summarize(ev("memory.deleted", data=MemoryDeleted("m-42", "ns", 2, "过时"))) == 'm-42 v2 reason="过时"'
     r = render.summarize(ev("recall.served", data=RecallServed("中文偏好", ("ns",), ("m1", "m2"), (0.9, 0.8))))
     assert r == 'query="中文偏好" → 2 results'
+    turns = ({"role": "user", "content": "我的端口是 8189"}, {"role": "assistant", "content": "好"})
+    assert render.summarize(ev("episode.committed", data=EpisodeCommitted("chat-1", "ns", "conversation", "ok", turns))) \
+        == "chat-1 conversation/ok 2 turns"
+    assert render.summarize(ev("episode.distilled", data=EpisodeDistilled("chat-1", "ns", "skipped", (), "",
+                                                                          "chit_chat"))) == \
+        "chat-1 skipped → 0 memories reason=chit_chat"
 
 
 def test_to_ms_is_exact() -> None:

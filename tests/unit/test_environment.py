@@ -26,10 +26,13 @@ def test_an_empty_environment_gives_the_documented_defaults():
 
 def test_settings_are_built_from_the_environment_and_the_arguments():
     env = Environment.read({"ZHIYI_DATA_DIR": "/srv/zhiyi", "ZHIYI_INSTANCE_ID": "gw-7", "ZHIYI_NO_REACTIONS": "1",
-                            "ZHIYI_FORGET_CAPACITY": "12"})
+                            "ZHIYI_FORGET_CAPACITY": "12", "ZHIYI_LLM_DAILY_LIMIT": "40",
+                            "ZHIYI_LLM_DISTILL_DAILY_LIMIT": "7"})
     args = parser(env).parse_args(["tick"])
     args.env = env
     settings = build_settings(args, "redis://x:1/0")
     assert str(settings.data_dir) == "/srv/zhiyi"
     assert settings.instance_id == "gw-7" and settings.forget_capacity == 12
     assert settings.run_reactions is False and settings.redis_url == "redis://x:1/0"
+    assert (settings.llm_daily_limit, settings.llm_distill_daily_limit) == (40, 7)   # two budgets
+    assert Environment.read({}).llm_distill_daily_limit == 50                         # seed 3.1's default

@@ -1,0 +1,136 @@
+"""An episode's turns read as statements: each sentence with what marks it memorable or chatter.
+
+A user sentence is informative when its cues add up (`USER_THRESHOLD`): a preference, decision or
+constraint cue, talk about the speaker's own world, numbers, identifiers (versions, paths, hosts,
+CamelCase and ALL-CAPS names), proper names, fact verbs, corrections; hedges count against. An
+explicit "remember this" is always informative. Questions, pleasantries, offers and transient
+remarks never are. An assistant sentence counts only when it reports something found or settled
+(a report cue) about a concrete thing (a number, identifier or name): assistants explain a lot that
+is not the user's world. Tool and system turns are raw material, never memories themselves.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Final, Sequence
+
+from commands.distill import cues
+from commands.distill.sentences import is_chinese, split_sentences, words
+
+USER_THRESHOLD: Final = 0.8
+ASSISTANT_THRESHOLD: Final = 1.2
+TASK_ASSISTANT_THRESHOLD: Final = 0.8  # a task's summary is what the task found
+MIN_CONTENT_WORDS: Final = 3          # fewer, and no figure or identifier: too little to be a memory
+_NUMBER: Final = re.compile(r"\d")
+_FIGURES: Final = re.compile(r"\d+(?:[.:]\d+)*")
+_IDENTIFIER: Final = re.compile(
+    r"\d+\.\d+\.\d+|[A-Za-z]+\d|\d+[A-Za-z]|\b[a-z]+[A-Z]\w*|\b[A-Z][a-z]+[A-Z]\w*|\b[A-Z]{2,}\b|\b[\w-]+\.(?:[a-z]{2,5})\b|"
+    r"/[\w.@-]+|\b\w+_\w+|https?://|\w@\w|\b[\w-]+:\d+")
+_PROPER: Final = re.compile(r"(?<=[\w,;:)\]] )[A-Z][a-z]{2,}")
+_LEADING_FILLER: Final = re.compile(
+    r"^\s*(?:(?:ok(?:ay)?|so|well|btw|by the way|also|and|oh|ah|yeah|yes|right|alright|anyway|hey|hi|hmm|"
+    r"great|cool|thanks|thank you|thx|ty|sure|got it|one more thing|fyi|lol|haha|meh|wait)\b[\s,.!:;—-]*)+"
+    r"|^\s*(?:(?:好的|好|嗯嗯?|哦|对了|另外|还有|顺便说一下|顺便|其实|那个|然后|哈哈+|谢谢)[，,。!！\s]*)+",
+    re.IGNORECASE)
+CATEGORY_ORDER: Final = ("decision", "constraint", "preference", "fact")
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    turn: int                  # index of the turn it comes from
+    role: str
+    text: str                  # the sentence, cleaned (leading fillers and "remember this:" removed)
+    score: float
+    category: str              # fact | preference | decision | constraint
+    informative: bool
+    remember: bool = False
+    question: bool = False
+    pleasantry: bool = False
+    content_words: int = 0     # words left once pleasantries, fillers and stop words are removed
+    transient: bool = False    # about the moment ("brb", "tonight I'll...")
+    hedged: bool = False       # undecided or venting ("maybe", "纠结", "ugh")
+    request: bool = False      # a request for the task at hand ("can you list ...", "帮我看看")
+
+
+def _content_words(text: str) -> list[str]:
+    return [w for w in words(text) if w not in cues.STOP_EN and w not in cues.STOP_ZH]
+
+
+def _has(pattern_en: re.Pattern[str], pattern_zh: re.Pattern[str], text: str) -> bool:
+    return bool(pattern_en.search(text) or pattern_zh.search(text))
+
+
+def _is_question(text: str, zh: bool) -> bool:
+    if cues.QUESTION_END.search(text):
+        return True
+    return not zh and bool(cues.QUESTION_START_EN.match(text)) and not text.rstrip().endswith((".", "!"))
+
+
+def _beyond_pleasantries(text: str) -> int:
+    """How many content words are left once pleasantries, fillers and stop words are removed."""
+    return len(_content_words(cues.PLEASANTRY_ZH.sub(" ", cues.PLEASANTRY_EN.sub(" ", text))))
+
+
+def _is_pleasantry(text: str, beyond: int) -> bool:
+    """Nothing but pleasantries and fillers: fewer than two content words beyond them, and no number
+    or identifier (a bare "pve3." or "8189" answers something)."""
+    return beyond < 2 and not (_NUMBER.search(text) or _IDENTIFIER.search(text))
+
+
+def category_of(text: str, role: str = "user") -> str:
+    if _has(cues.DECISION_EN, cues.DECISION_ZH, text):
+        return "decision"
+    if _has(cues.PREFERENCE_EN, cues.PREFERENCE_ZH, text) or (
+            role == "user" and (cues.INSTRUCTION_EN.match(text) or cues.INSTRUCTION_ZH.search(text))):
+        return "preference"
+    if _has(cues.CONSTRAINT_EN, cues.CONSTRAINT_ZH, text):
+        return "constraint"
+    return "fact"
+
+
+def read_statement(sentence: str, role: str, turn: int, kind: str = "conversation") -> Statement:
+    zh = is_chinese(sentence)
+    remember = _has(cues.REMEMBER_EN, cues.REMEMBER_ZH, sentence) and role == "user"
+    text = cues.REMEMBER_PREFIX.sub("", sentence) if remember else sentence
+    text = _LEADING_FILLER.sub("", text).strip() or text.strip()
+    question = _is_question(text, zh)
+    beyond = _beyond_pleasantries(text)
+    pleasantry = _is_pleasantry(text, beyond)
+    transient = _has(cues.TRANSIENT_EN, cues.TRANSIENT_ZH, text)
+    request = role == "user" and bool(cues.REQUEST_EN.match(text) or cues.REQUEST_ZH.match(text))
+    category = category_of(text, role)
+    score = 0.0
+    if category != "fact":
+        score += 1.0
+    score += 0.5 * _has(cues.SELF_EN, cues.SELF_ZH, text)
+    score += 0.3 * _has(cues.FACT_EN, cues.FACT_ZH, text)
+    score += 0.6 * bool(_NUMBER.search(text)) + 0.2 * (len(set(_FIGURES.findall(text))) >= 2)
+    score += 0.5 * _has(cues.NAMING_EN, cues.NAMING_ZH, text)
+    score += 0.3 * _has(cues.TIME_EN, cues.TIME_ZH, text)
+    score += 0.6 * bool(_IDENTIFIER.search(text))
+    score += 0.3 * bool(_PROPER.search(text))
+    score += 0.3 * _has(cues.CORRECTION_EN, cues.CORRECTION_ZH, text)
+    hedged = _has(cues.HEDGE_EN, cues.HEDGE_ZH, text)
+    score -= 0.6 * hedged
+    substantial = len(_content_words(text)) >= MIN_CONTENT_WORDS or bool(_NUMBER.search(text) or _IDENTIFIER.search(text))
+    if role == "user":
+        informative = (remember and not pleasantry) or (substantial and
+            score >= USER_THRESHOLD and not question and not pleasantry and not transient
+            and (not request or _has(cues.STANDING_EN, cues.STANDING_ZH, text)))
+    elif role == "assistant":
+        concrete = bool(_NUMBER.search(text) or _IDENTIFIER.search(text) or _PROPER.search(text))
+        reports = _has(cues.REPORT_EN, cues.REPORT_ZH, text) or kind == "task"   # a task's summary is a report
+        threshold = TASK_ASSISTANT_THRESHOLD if kind == "task" else ASSISTANT_THRESHOLD
+        informative = (concrete and reports and score >= threshold
+                       and not question and not pleasantry and not transient
+                       and not (cues.OFFER_EN.match(text) or cues.OFFER_ZH.search(text)))
+    else:
+        informative = False
+    return Statement(turn, role, text, round(score, 3), category, informative, remember, question, pleasantry,
+                     beyond, transient, hedged, request)
+
+
+def read_statements(turns: Sequence[dict[str, Any]], kind: str = "conversation") -> list[Statement]:
+    """Every sentence of every turn, read (`read_statement`)."""
+    return [read_statement(s, t["role"], i, kind) for i, t in enumerate(turns) for s in split_sentences(t["content"])]

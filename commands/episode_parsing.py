@@ -1,0 +1,109 @@
+"""Episode request bodies -> validated commands (POST /api/v1/episodes and /episodes/batch).
+
+An episode is `{episode_id?, namespace?, kind, status?, turns: [{role, content, at?}]}`, at most
+`Limits.max_episode_bytes` of JSON as sent. Everything is checked before anything is appended;
+errors name the field (`turns[3].role`, `episodes[2].kind`).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import orjson
+
+from commands.errors import InvalidCommand, TooLarge
+from commands.model import CommitEpisode, CommitEpisodes, EpisodeTurn, Limits
+from commands.parsing import NAMESPACE_RE, _fail, is_text, opaque_id, opt_str, present, require_object
+
+EPISODE_KINDS = ("conversation", "task")
+EPISODE_STATUSES = ("ok", "skipped", "error")
+TURN_ROLES = ("user", "assistant", "tool", "system")
+MAX_AT_CHARS = 64
+
+
+def parse_episode(body: Any, limits: Limits, *, size: int | None = None) -> CommitEpisode:
+    """One episode; `size` is its JSON size as sent (measured here when not given)."""
+    body = require_object(body)
+    size = len(orjson.dumps(body)) if size is None else size
+    if size > limits.max_episode_bytes:
+        raise TooLarge(f"episode: must be at most {limits.max_episode_bytes} bytes of JSON, got {size}",
+                       {"field": "episode", "limit": limits.max_episode_bytes, "size": size})
+    kind = opt_str(body, "kind", max_chars=16, choices=EPISODE_KINDS)
+    if kind is None:
+        raise _fail("kind", f"is required (one of {', '.join(EPISODE_KINDS)})", allowed=list(EPISODE_KINDS))
+    episode_id = opaque_id(body, "episode_id", limits.max_derived_from_chars)
+    return CommitEpisode(
+        kind=kind,
+        turns=_turns(body, limits),
+        status=opt_str(body, "status", max_chars=16, default="ok", choices=EPISODE_STATUSES),
+        episode_id=episode_id,
+        namespace=opt_str(body, "namespace", max_chars=64, pattern=NAMESPACE_RE),
+    )
+
+
+def _turns(body: dict[str, Any], limits: Limits) -> tuple[EpisodeTurn, ...]:
+    turns = present(body, "turns")
+    if turns is None:
+        raise _fail("turns", "is required")
+    if not isinstance(turns, list):
+        raise _fail("turns", "must be a list of {role, content, at?} objects")
+    if not turns:
+        raise _fail("turns", "must not be empty")
+    if len(turns) > limits.max_episode_turns:
+        raise _fail("turns", f"must have at most {limits.max_episode_turns} items", limit=limits.max_episode_turns)
+    return tuple(_turn(t, i) for i, t in enumerate(turns))
+
+
+def _turn(raw: Any, i: int) -> EpisodeTurn:
+    field = f"turns[{i}]"
+    if not isinstance(raw, dict):
+        raise _fail(field, "must be an object {role, content, at?}")
+    try:
+        role = opt_str(raw, "role", max_chars=16, choices=TURN_ROLES)
+        if role is None:
+            raise _fail("role", f"is required (one of {', '.join(TURN_ROLES)})", allowed=list(TURN_ROLES))
+        content = present(raw, "content")
+        if content is None:
+            raise _fail("content", "is required")
+        if not isinstance(content, str):
+            raise _fail("content", "must be a string")
+        if not is_text(content):
+            raise _fail("content", "must not be empty")
+        if "\x00" in content:
+            raise _fail("content", "must not contain NUL characters")
+        at = opt_str(raw, "at", max_chars=MAX_AT_CHARS, default="")
+        if at and not _is_iso(at):
+            raise _fail("at", "must be an ISO 8601 date-time (e.g. 2026-12-04T09:30:00Z)")
+    except InvalidCommand as exc:
+        raise InvalidCommand(f"{field}.{exc.message}", {**exc.details, "field": f"{field}.{exc.details.get('field')}"}) \
+            from None
+    return EpisodeTurn(role, content, at)
+
+
+def _is_iso(value: str) -> bool:
+    try:
+        datetime.fromisoformat(value)
+    except ValueError:
+        return False
+    return "T" in value or " " in value or len(value) == 10
+
+
+def parse_episode_batch(body: Any, limits: Limits) -> CommitEpisodes:
+    body = require_object(body)
+    entries = present(body, "episodes")
+    if entries is None:
+        raise _fail("episodes", "is required")
+    if not isinstance(entries, list):
+        raise _fail("episodes", "must be a list of episode objects")
+    if not entries:
+        raise _fail("episodes", "must not be empty")
+    if len(entries) > limits.max_episode_batch:
+        raise _fail("episodes", f"must have at most {limits.max_episode_batch} items", limit=limits.max_episode_batch)
+    parsed = []
+    for i, entry in enumerate(entries):
+        try:
+            parsed.append(parse_episode(entry, limits))
+        except (InvalidCommand, TooLarge) as exc:
+            raise type(exc)(f"episodes[{i}].{exc.message}", {**exc.details, "index": i}) from None
+    return CommitEpisodes(tuple(parsed))

@@ -1,0 +1,78 @@
+"""The rule-based distillation (commands.distill): sentences, the seed's hard rules, the extractor."""
+
+from __future__ import annotations
+
+import pytest
+
+from commands.distill.engine import asks_to_remember, distill_by_rules
+from commands.distill.hard_rules import information_density
+from commands.distill.sentences import split_sentences
+
+
+def _chat(*lines: str) -> list[dict]:
+    """Alternating user / assistant turns."""
+    return [{"role": "user" if i % 2 == 0 else "assistant", "content": line} for i, line in enumerate(lines)]
+
+
+def test_sentences_keep_versions_paths_and_abbreviations_whole():
+    assert split_sentences("Python 3.11 is in /opt/py3.11/bin. The key is at no. 17 ok! 好的。端口 8189") == [
+        "Python 3.11 is in /opt/py3.11/bin.", "The key is at no. 17 ok!", "好的。", "端口 8189"]
+
+
+def test_density_counts_content_words_in_both_scripts():
+    assert information_density(["haha ok thanks lol"]) == 0.0
+    assert information_density(["ComfyUI listens on 8189"]) == 0.75        # "on" is a stop word
+    assert 0.3 < information_density(["我的显卡是 RTX 4090"]) < 1.0
+
+
+@pytest.mark.parametrize("kind, status, turns, reason", [
+    ("task", "error", _chat("deploy billing to 10.0.0.5", "error: connection refused"), "task_error"),
+    ("task", "skipped", _chat("rotate the logs on web-1", "skipped: nothing to do"), "task_skipped"),
+    ("task", "ok", [{"role": "system", "content": "nightly"}, {"role": "tool", "content": "disk 91%"}],
+     "no_user_message"),
+    ("conversation", "ok", _chat("hi!", "Hello! How are you?", "good thanks, you?", "Great, thanks!"), "chit_chat"),
+    ("conversation", "ok", _chat("how does HTTP/2 multiplexing work?", "It interleaves frames of many streams "
+                                 "over one TCP connection."), "knowledge_qa"),
+    ("conversation", "ok", _chat("ok ok lol haha yeah right sure thanks haha lol ok so yeah well anyway fine "
+                                 "alright cool my port is 8189", "Noted."), "low_density"),
+])
+def test_the_hard_rules_skip_with_their_reason(kind, status, turns, reason):
+    outcome = distill_by_rules(kind, status, turns)
+    assert outcome.verdict.skip and outcome.verdict.reason == reason and outcome.candidates == []
+
+
+def test_facts_preferences_and_decisions_are_kept_pleasantries_offers_and_requests_dropped():
+    outcome = distill_by_rules("conversation", "ok", _chat(
+        "hey! can you help me with a regex?",
+        "Sure! What do you need?",
+        "nvm. btw my laptop is a ThinkPad X1 gen 11 running Fedora 41.",
+        "Nice machine. Want me to suggest some Fedora tweaks?",
+        "no thanks. from now on keep your answers short, i hate long replies.",
+        "Got it.",
+        "we decided to use Postgres 16 instead of MySQL for the billing service",
+        "Sounds good!"))
+    assert not outcome.verdict.skip
+    contents = [c.content for c in outcome.candidates]
+    assert contents == ["my laptop is a ThinkPad X1 gen 11 running Fedora 41.",
+                        "from now on keep your answers short, i hate long replies.",
+                        "we decided to use Postgres 16 instead of MySQL for the billing service"], contents
+    assert [c.category for c in outcome.candidates] == ["fact", "preference", "decision"]
+    assert {c.source for c in outcome.candidates} == {"user_chat"}
+
+
+def test_remember_this_is_kept_without_its_request_and_short_answers_keep_their_question():
+    turns = _chat("记住这个：我的车牌是粤B 12345", "好的，记下了。", "thanks", "Who hosts your DNS?", "cloudflare", "OK.")
+    assert asks_to_remember(turns)
+    contents = [c.content for c in distill_by_rules("conversation", "ok", turns).candidates]
+    assert contents == ["我的车牌是粤B 12345", "Who hosts your DNS? cloudflare"], contents
+    assert not asks_to_remember(_chat("my port is 8189", "ok"))
+
+
+def test_a_task_keeps_the_assistants_report_and_drops_its_restatement_of_the_user():
+    turns = [{"role": "user", "content": "check the disk on gpu-box"},
+             {"role": "tool", "content": "/dev/sda1 931G 850G 81G 91% /data"},
+             {"role": "assistant", "content": "The /data disk on gpu-box is at 91% (850G of 931G)."}]
+    [memory] = distill_by_rules("task", "ok", turns).candidates
+    assert "91%" in memory.content and memory.source == "agent_inference"
+    chat = _chat("ComfyUI runs on port 8189 on gpu-box now", "I checked: ComfyUI runs on port 8189 on gpu-box.")
+    assert [c.source for c in distill_by_rules("conversation", "ok", chat).candidates] == ["user_chat"]
