@@ -158,6 +158,6 @@ def test_readme_quickstart_works_as_written_with_make_up(tmp_path):
     try:
         status, stats = request(port, "GET", "/api/v1/stats", (data / "api_key").read_text().strip())
         assert status == 200
-        assert stats["memories"]["total"] == 3 and stats["events"]["total"] >= 7
+        assert stats["memories"]["total"] == 4 and stats["events"]["total"] >= 7   # 3 + the distilled one
     finally:
         stop(proc)
