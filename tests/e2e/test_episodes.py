@@ -3,8 +3,6 @@ the edge (nothing appended when refused), read back with their distillation stat
 
 from __future__ import annotations
 
-import pytest
-
 from tests.e2e.conftest import ADMIN_KEY, assert_error
 
 CHAT = [{"role": "user", "content": "我的 ComfyUI 端口改成 8189 了", "at": "2026-12-04T09:30:00+08:00"},
@@ -123,17 +121,17 @@ BAD = [
 ]
 
 
-@pytest.mark.parametrize("body, field, why", BAD, ids=[f"{b[1]}:{b[2]}" for b in BAD])
-async def test_a_bad_episode_is_a_400_naming_the_field_and_appends_nothing(api, body, field, why):
+async def test_a_bad_episode_is_a_400_naming_the_field_and_appends_nothing(api):
     key = await api.register("alice")
     before = await api.log_length()
-    status, answer = await api.call("POST", "/api/v1/episodes", key, json=body)
-    assert status == 400, answer
-    assert_error(answer)
-    assert answer["error"]["details"]["field"] == field and why in answer["error"]["message"], answer
-    status, answer = await api.call("POST", "/api/v1/episodes/batch", key,
-                                    json={"episodes": [{"kind": "task", "turns": CHAT}, body]})
-    assert status == 400 and answer["error"]["message"].startswith("episodes[1]."), answer
+    for body, field, why in BAD:
+        status, answer = await api.call("POST", "/api/v1/episodes", key, json=body)
+        assert status == 400, (body, answer)
+        assert_error(answer)
+        assert answer["error"]["details"]["field"] == field and why in answer["error"]["message"], answer
+        status, answer = await api.call("POST", "/api/v1/episodes/batch", key,
+                                        json={"episodes": [{"kind": "task", "turns": CHAT}, body]})
+        assert status == 400 and answer["error"]["message"].startswith("episodes[1]."), answer
     assert await api.log_length() == before
 
 
