@@ -156,14 +156,19 @@ QUESTION_END: Final = re.compile(
 QUESTION_START_EN: Final = re.compile(
     r"^\s*(?:what|why|how|when|where|which|who|whose|can you|could you|would you|do you|does|did|is there|are there|"
     r"is it|should|will you|have you|any idea|explain|tell me|help me understand)\b", re.IGNORECASE)
+# a question in a later clause ("my tomatoes have spots, what's going on")
+QUESTION_CLAUSE_EN: Final = re.compile(
+    r"(?:^|[,;.:]\s*|\b(?:so|and|but)\s+)(?:whats|what's|what is|what are|what should|how do i|how can i|how should i|"
+    r"why is|why does|why do|any idea|any tips|any ideas|is there a way|should i|can i)\b", re.IGNORECASE)
 QUESTION_ZH: Final = _cjk(["什么", "怎么", "为什么", "如何", "哪个", "哪些", "哪里", "多少", "是不是", "能不能", "可不可以",
                            "有没有", "请问", "介绍一下", "解释一下", "讲讲", "区别"])
 TRANSIENT_EN: Final = _latin([
     "brb", "afk", "be right back", "grabbing lunch", "getting coffee", "gotta go", "talk later", "one sec",
     "one moment", "hold on", "right now i'm", "i'm tired", "i'm bored", "i'm hungry", "going to bed",
     "heading out", "just woke up", "let me think", "let me check", "give me a sec", "back now", "i'm back",
-    "tonight", "for now", "right now", "wrong tab", "never mind", "nvm"])
-TRANSIENT_ZH: Final = _cjk(["今晚先", "今天先", "现在先", "等下", "算了", "我去吃饭", "去吃饭了", "马上回来", "等我一下", "我先去", "先下了", "困了", "我去睡",
+    "tonight", "for now", "right now", "wrong tab", "never mind", "nvm", "stuck at", "last night", "this morning",
+    "just now", "at the moment"])
+TRANSIENT_ZH: Final = _cjk(["今晚先", "今天先", "现在先", "现在就", "刚才", "昨晚", "今早", "等下", "算了", "我去吃饭", "去吃饭了", "马上回来", "等我一下", "我先去", "先下了", "困了", "我去睡",
                             "我回来了", "让我想想", "我想想", "我先忙", "等会儿", "待会", "一会儿再"])
 # a request for the task at hand ("can you list the cron jobs", "帮我看看这段代码") is not a memory
 REQUEST_EN: Final = re.compile(
@@ -187,10 +192,13 @@ HEDGE_EN: Final = _latin(["maybe", "perhaps", "i guess", "i wonder", "not sure",
                           "torn between", "deciding between", "considering", "thinking about", "giving me",
                           "not working", "is broken", "keeps crashing", "so slow", "too slow", "too long",
                           "vent", "venting", "yelling", "screamed", "ugh", "annoying", "sick of", "tired of",
-                          "can't keep", "cant keep", "again", "keeps", "today"])
+                          "can't keep", "cant keep", "again", "keeps", "today", "honestly", "whatever", "overrated",
+                          "underrated", "sounds nice", "should be illegal", "you only live once", "yolo",
+                          "failing", "timing out", "times out", "crashed", "crashing", "can't connect",
+                          "cannot connect", "won't start", "doesn't work", "isn't working", "throws"])
 HEDGE_ZH: Final = _cjk(["可能", "也许", "大概", "不确定", "或许", "好像", "说不定", "纠结", "在考虑", "犹豫", "要不要",
                         "太卡", "太贵", "太长", "太慢", "太麻烦", "半天", "报错了", "挂了", "太累", "累死", "烦死",
-                        "气死", "崩溃", "今天"])
+                        "气死", "崩溃", "今天", "连不上", "报错", "打不开", "崩了", "卡住", "超时了", "起不来"])
 
 # words of no content, for information density (English stop words; Chinese function characters)
 STOP_EN: Final = frozenset("""a an the and or but if then so of to in on at by for with from as is are was were be been

@@ -34,6 +34,8 @@ _LEADING_FILLER: Final = re.compile(
     r"|^\s*(?:(?:好的|好|嗯嗯?|哦|对了|另外|还有|顺便说一下|顺便|其实|那个|然后|哈哈+|谢谢)[，,。!！\s]*)+",
     re.IGNORECASE)
 CATEGORY_ORDER: Final = ("decision", "constraint", "preference", "fact")
+WEIGHTS: Final = {"cue": 1.0, "self": 0.5, "fact_verb": 0.3, "number": 0.6, "figures": 0.2, "naming": 0.5,
+                  "time": 0.3, "identifier": 0.6, "proper": 0.3, "correction": 0.3, "hedge": -0.6}
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,9 +64,13 @@ def _has(pattern_en: re.Pattern[str], pattern_zh: re.Pattern[str], text: str) ->
 
 
 def _is_question(text: str, zh: bool) -> bool:
+    """Ends as a question, or (English) asks one without the mark: a question word at the start or at
+    the start of a later clause. Chinese chat drops final punctuation too often to guess."""
     if cues.QUESTION_END.search(text):
         return True
-    return not zh and bool(cues.QUESTION_START_EN.match(text)) and not text.rstrip().endswith((".", "!"))
+    if zh or text.rstrip().endswith((".", "!")):
+        return False
+    return bool(cues.QUESTION_START_EN.match(text) or cues.QUESTION_CLAUSE_EN.search(text))
 
 
 def _beyond_pleasantries(text: str) -> int:
@@ -89,6 +95,23 @@ def category_of(text: str, role: str = "user") -> str:
     return "fact"
 
 
+def signals(text: str, category: str, hedged: bool) -> dict[str, float]:
+    """What speaks for a sentence being memorable (and, `hedge`, against), each 0 or 1."""
+    return {
+        "cue": float(category != "fact"),                    # a preference, decision or constraint cue
+        "self": float(_has(cues.SELF_EN, cues.SELF_ZH, text)),
+        "fact_verb": float(_has(cues.FACT_EN, cues.FACT_ZH, text)),
+        "number": float(bool(_NUMBER.search(text))),
+        "figures": float(len(set(_FIGURES.findall(text))) >= 2),
+        "naming": float(_has(cues.NAMING_EN, cues.NAMING_ZH, text)),
+        "time": float(_has(cues.TIME_EN, cues.TIME_ZH, text)),
+        "identifier": float(bool(_IDENTIFIER.search(text))),
+        "proper": float(bool(_PROPER.search(text))),
+        "correction": float(_has(cues.CORRECTION_EN, cues.CORRECTION_ZH, text)),
+        "hedge": float(hedged),
+    }
+
+
 def read_statement(sentence: str, role: str, turn: int, kind: str = "conversation") -> Statement:
     zh = is_chinese(sentence)
     remember = _has(cues.REMEMBER_EN, cues.REMEMBER_ZH, sentence) and role == "user"
@@ -100,19 +123,8 @@ def read_statement(sentence: str, role: str, turn: int, kind: str = "conversatio
     transient = _has(cues.TRANSIENT_EN, cues.TRANSIENT_ZH, text)
     request = role == "user" and bool(cues.REQUEST_EN.match(text) or cues.REQUEST_ZH.match(text))
     category = category_of(text, role)
-    score = 0.0
-    if category != "fact":
-        score += 1.0
-    score += 0.5 * _has(cues.SELF_EN, cues.SELF_ZH, text)
-    score += 0.3 * _has(cues.FACT_EN, cues.FACT_ZH, text)
-    score += 0.6 * bool(_NUMBER.search(text)) + 0.2 * (len(set(_FIGURES.findall(text))) >= 2)
-    score += 0.5 * _has(cues.NAMING_EN, cues.NAMING_ZH, text)
-    score += 0.3 * _has(cues.TIME_EN, cues.TIME_ZH, text)
-    score += 0.6 * bool(_IDENTIFIER.search(text))
-    score += 0.3 * bool(_PROPER.search(text))
-    score += 0.3 * _has(cues.CORRECTION_EN, cues.CORRECTION_ZH, text)
     hedged = _has(cues.HEDGE_EN, cues.HEDGE_ZH, text)
-    score -= 0.6 * hedged
+    score = sum(WEIGHTS[name] * value for name, value in signals(text, category, hedged).items())
     substantial = len(_content_words(text)) >= MIN_CONTENT_WORDS or bool(_NUMBER.search(text) or _IDENTIFIER.search(text))
     if role == "user":
         informative = (remember and not pleasantry) or (substantial and
