@@ -12,13 +12,16 @@ their build meta is (`_meta`).
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import structlog
 
 from projections.core import checkpoint as checkpoint_file
 from projections.core.checkpoint import Checkpoint
+from projections.core.digest import digest_columns
 from projections.core.errors import RebuildRequired
 from projections.core.lance import LanceTable, WriterLock
 
@@ -107,3 +110,54 @@ class LanceProjection:
         that is kept."""
         if ck is not None and ck.table_version == before and version != before:
             await self._checkpoint(Checkpoint(ck.projector, ck.position, version, ck.meta))
+
+
+def _digest_table(table: pa.Table) -> str:
+    return digest_columns({name: table.column(name).to_pylist() for name in table.schema.names})
+
+
+class TableProjection(LanceProjection):
+    """A LanceDB projection of one plain table (no vectors): its digest is every column in key order as
+    of the checkpoint, its upkeep a compaction (the tombstones and the episodes). Subclasses set `schema`
+    and, in `__init__`, call `_init_upkeep`."""
+
+    schema: pa.Schema
+    retention: timedelta
+
+    def _init_upkeep(self, retention: timedelta) -> None:
+        self.retention = retention
+        self._writes_since_optimize = 0
+        self._maintained = False  # the first maintain always runs (it adds a missing key index)
+
+    async def digest(self) -> str:
+        return (await self.digest_at())[0]
+
+    async def digest_at(self) -> tuple[str, str | None]:
+        """Digest of the rows as of the checkpoint (the table version it records), in key order, and
+        that checkpoint's position."""
+        ck = await asyncio.to_thread(checkpoint_file.load, self.directory)
+        if ck is None or ck.table_version is None or not await self._table.exists():
+            table = self.schema.empty_table()
+        else:
+            table = (await self._table.scan(self.schema.names, ck.table_version)).sort_by(self._table.key)
+        return await asyncio.to_thread(_digest_table, table), ck.position if ck else None
+
+    async def maintain(self) -> None:
+        """Compact, refresh the indexes, prune versions older than `retention`; digest unchanged."""
+        if not await self._table.exists():
+            return
+        if self._maintained and not self._writes_since_optimize:
+            return
+        await self._recover()
+        ck = await self._current()
+        before = await self._table.version()
+        stats, version = await self._table.optimize(self.retention)
+        self._writes_since_optimize = 0
+        self._maintained = True
+        await self._keep_checkpoint_after_optimize(ck, before, version)
+        log.info(f"{self.name}.optimized", version=version, stats=str(stats))
+
+    async def close(self) -> None:
+        await self._table.close()
+        self._lock.release()
+        self._recovered = False

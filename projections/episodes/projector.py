@@ -14,7 +14,6 @@ the table back first. Single writer per directory; no read scope (episodes never
 
 from __future__ import annotations
 
-import asyncio
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -27,11 +26,9 @@ import structlog
 from events.catalogue import EpisodeCommitted, EpisodeDistillationStarted, EpisodeDistilled
 from events.envelope import Event
 from events.hlc import iso_from_ms
-from projections.core import checkpoint as checkpoint_file
 from projections.core.checkpoint import Checkpoint
-from projections.core.digest import digest_columns
 from projections.core.lance import LanceTable, WriterLock
-from projections.core.lance_projection import LanceProjection
+from projections.core.lance_projection import TableProjection
 from projections.core.projector import after_checkpoint, last_position
 from projections.episodes.reader import SCHEMA, SCHEMA_VERSION, TABLE, episode_row_id
 
@@ -67,25 +64,20 @@ def fold(row: Row, event: Event) -> None:
     row["position"] = event.position
 
 
-def _digest_table(table: pa.Table) -> str:
-    return digest_columns({name: table.column(name).to_pylist() for name in table.schema.names})
-
-
-class EpisodesProjector(LanceProjection):
+class EpisodesProjector(TableProjection):
     """Folds `episode.*` into LanceDB under `directory` (single writer)."""
 
     name = "episodes"
+    schema = SCHEMA
 
     def __init__(self, directory: Path, *, compact_after_writes: int = 100,
                  retention: timedelta = timedelta(minutes=10)) -> None:
         self.directory = Path(directory)
         self.compact_after_writes = compact_after_writes
-        self.retention = retention
         self._table = LanceTable(self.directory, TABLE, SCHEMA, bitmap_columns=("distill_status",))
         self._lock = WriterLock(self.directory)
         self._init_checkpointing()
-        self._writes_since_optimize = 0
-        self._maintained = False
+        self._init_upkeep(retention)
 
     def _meta(self, *, complete: bool = True) -> dict[str, Any]:
         return {"schema": SCHEMA_VERSION}
@@ -138,34 +130,3 @@ class EpisodesProjector(LanceProjection):
             fold(row, e)
             rows[rid] = row
         return rows, any(rid in stored for rid in rows)
-
-    async def digest(self) -> str:
-        return (await self.digest_at())[0]
-
-    async def digest_at(self) -> tuple[str, str | None]:
-        ck = await asyncio.to_thread(checkpoint_file.load, self.directory)
-        if ck is None or ck.table_version is None or not await self._table.exists():
-            table = SCHEMA.empty_table()
-        else:
-            table = (await self._table.scan(SCHEMA.names, ck.table_version)).sort_by("id")
-        return await asyncio.to_thread(_digest_table, table), ck.position if ck else None
-
-    async def maintain(self) -> None:
-        """Compact, refresh the indexes, prune versions older than `retention`; digest unchanged."""
-        if not await self._table.exists():
-            return
-        if self._maintained and not self._writes_since_optimize:
-            return
-        await self._recover()
-        ck = await self._current()
-        before = await self._table.version()
-        stats, version = await self._table.optimize(self.retention)
-        self._writes_since_optimize = 0
-        self._maintained = True
-        await self._keep_checkpoint_after_optimize(ck, before, version)
-        log.info("episodes.optimized", version=version, stats=str(stats))
-
-    async def close(self) -> None:
-        await self._table.close()
-        self._lock.release()
-        self._recovered = False

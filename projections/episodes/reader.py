@@ -8,23 +8,22 @@ their namespace), the episode's `kind` and task `status`, its turn count, and th
 `extractor`, `reason`, `density` and times. `chunks` is the turns as JSON
 (`[{role, content, at?}]`); `content` is the same rendered as `role: content` lines.
 
-`EpisodesReader` is read-only and never creates files; a missing table reads as empty. Its
-connection sees the projector's latest commit (`read_consistency_interval=0`).
+`EpisodesReader` is read-only and never creates files; a missing table reads as empty
+(`projections.core.lance_reader.TableReader`).
 """
 
 from __future__ import annotations
 
 import uuid
-from datetime import timedelta
 from pathlib import Path
 from typing import Any, ClassVar
 
-import lancedb
 import orjson
 import pyarrow as pa
 
 from events import positions
 from projections.core.lance import sql_quote
+from projections.core.lance_reader import TableReader
 
 TABLE = "episodes"
 SCHEMA_VERSION = 1
@@ -69,26 +68,11 @@ def episode_view(row: dict[str, Any]) -> dict[str, Any]:
             "position": row["committed_position"]}
 
 
-class EpisodesReader:
+class EpisodesReader(TableReader):
     reads: ClassVar[tuple[str, ...]] = ("episodes",)   # the projection to wait for (read-your-writes)
 
     def __init__(self, directory: Path) -> None:
-        self.directory = Path(directory)
-        self._db: Any = None
-        self._table: Any = None
-
-    async def _open(self) -> Any | None:
-        if self._table is not None:
-            return self._table
-        if not (self.directory / f"{TABLE}.lance").exists():
-            return None
-        if self._db is None:
-            self._db = await lancedb.connect_async(str(self.directory), read_consistency_interval=timedelta(0))
-        try:
-            self._table = await self._db.open_table(TABLE)
-        except ValueError:  # being created
-            return None
-        return self._table
+        super().__init__(directory, TABLE)
 
     async def _rows(self, where: str, limit: int | None = None) -> list[dict[str, Any]]:
         table = await self._open()
@@ -119,10 +103,3 @@ class EpisodesReader:
         for s in DISTILL_STATUSES:
             out[s] = int(await table.count_rows(f"distill_status = {sql_quote(s)}"))
         return out
-
-    def close(self) -> None:
-        if self._table is not None:
-            self._table.close()
-        if self._db is not None:
-            self._db.close()
-        self._table = self._db = None

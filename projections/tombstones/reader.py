@@ -1,24 +1,22 @@
 """Read side of the tombstones projection (`projections.tombstones.projector`): what forget runs evicted.
 
 `TombstonesReader` is read-only and never creates files; a table that does not exist yet reads
-as empty. Its connection uses `read_consistency_interval=timedelta(0)`, so every read sees the
-latest version the projector committed (even from another process). Listings are newest first
+as empty (`projections.core.lance_reader.TableReader`: every read sees the projector's latest commit). Listings are newest first
 (`deleted_at` descending, then `id`): the matching (id, deleted_at) pairs are sorted, then only
 the rows of the requested page are fetched.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
 from pathlib import Path
 from typing import Any, ClassVar
 
-import lancedb
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from projections.core.errors import InvalidQuery
 from projections.core.lance import sql_in, sql_quote
+from projections.core.lance_reader import TableReader
 
 TABLE = "tombstones"
 SCHEMA_VERSION = 1
@@ -48,26 +46,11 @@ def _where(namespace: str | None, original_id: str | None, reason: str | None) -
     return " AND ".join(parts) or None
 
 
-class TombstonesReader:
+class TombstonesReader(TableReader):
     reads: ClassVar[tuple[str, ...]] = ("tombstones",)   # the projection to wait for (read-your-writes)
 
     def __init__(self, directory: Path) -> None:
-        self.directory = Path(directory)
-        self._db: Any = None
-        self._table: Any = None
-
-    async def _open(self) -> Any | None:
-        if self._table is not None:
-            return self._table
-        if not (self.directory / f"{TABLE}.lance").exists():
-            return None
-        if self._db is None:
-            self._db = await lancedb.connect_async(str(self.directory), read_consistency_interval=timedelta(0))
-        try:
-            self._table = await self._db.open_table(TABLE)
-        except ValueError:  # "Table 'tombstones' was not found" (being created)
-            return None
-        return self._table
+        super().__init__(directory, TABLE)
 
     async def _matching(self, where: str | None) -> pa.Table:
         """(id, deleted_at) of the matching tombstones, newest first."""
@@ -109,10 +92,3 @@ class TombstonesReader:
             return 0
         where = _where(namespace, original_id, reason)
         return int(await table.count_rows(where) if where else await table.count_rows())
-
-    def close(self) -> None:
-        if self._table is not None:
-            self._table.close()
-        if self._db is not None:
-            self._db.close()
-        self._table = self._db = None
