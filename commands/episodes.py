@@ -20,7 +20,7 @@ import structlog
 from commands.access import Actor
 from commands.decide import writable_namespace
 from commands.error_codes import ErrorCode
-from commands.errors import Conflict, InvalidCommand
+from commands.errors import Conflict, IdempotencyKeyReused, InvalidCommand
 from commands.model import CommitEpisode, CommitEpisodes, IdempotencyRequest
 from events.catalogue import EpisodeCommitted, new_event
 from events.envelope import Event
@@ -65,7 +65,8 @@ class EpisodeDecision:
 def decide_episodes(actor: Actor, cmd: CommitEpisodes, ids: list[str],
                     existing: dict[tuple[str, str], str]) -> EpisodeDecision:
     """Events for the new episodes; entries already committed with the same body are duplicates,
-    with another body a conflict; the same (namespace, id) twice in one request is refused."""
+    with another body a conflict (409, or 422 when the id came from a reused Idempotency-Key); the
+    same (namespace, id) twice in one request is refused."""
     events: list[Event] = []
     guards: list[Guard] = []
     duplicates: set[int] = set()
@@ -80,6 +81,9 @@ def decide_episodes(actor: Actor, cmd: CommitEpisodes, ids: list[str],
         fingerprint = episode_fingerprint(entry)
         if key in existing:
             if existing[key] != fingerprint:
+                if not entry.episode_id:   # derived from the Idempotency-Key: the key was reused
+                    raise IdempotencyKeyReused("this Idempotency-Key was already used with a different request body",
+                                               {"index": i})
                 raise Conflict(f"episode {episode_id} already exists in namespace {ns} with another body "
                                "(episodes are immutable: use a new episode_id)",
                                {"episode_id": episode_id, "namespace": ns, "index": i},

@@ -55,6 +55,10 @@ async def test_generated_ids_follow_the_idempotency_key(api):
     status, retry = await api.call("POST", "/api/v1/episodes", key, json={"kind": "task", "turns": CHAT},
                                    headers=headers)
     assert status == 200 and retry["duplicate"] and retry["episode_id"] == keyed["episode_id"], retry
+    status, reused = await api.call("POST", "/api/v1/episodes", key, json={"kind": "conversation", "turns": CHAT},
+                                    headers=headers)
+    assert status == 422, reused
+    assert_error(reused, "idempotency_key_reused")
 
 
 async def test_a_batch_is_atomic_and_reports_duplicates(api):
