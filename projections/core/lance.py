@@ -152,6 +152,18 @@ class LanceTable:
         self._tail, self._tail_checked = None, False  # the rolled-back keys are gone
         return int(await table.version())
 
+    async def count(self) -> int:
+        table = await self.open()
+        return 0 if table is None else int(await table.count_rows())
+
+    async def truncate(self) -> int:
+        """Delete every row (a new commit); returns the new version."""
+        table = await self.open()
+        assert table is not None
+        await table.delete("true")
+        self._tail = set()
+        return int(await table.version())
+
     async def fetch(self, where: str, columns: list[str] | None = None, *, indexed_only: bool = False) -> pa.Table:
         table = await self.open()
         if table is None:

@@ -2,8 +2,9 @@
 corresponds to + build meta), refusing a projection built by another build, and crash recovery.
 
 Rows are written first, then the checkpoint. After a crash between the two, the next writer rolls
-the table back to the checkpointed version (`restore`) before folding anything, so the table is
-exactly the state as of its checkpoint and the events after it are applied once. A checkpointed
+the table back to the checkpointed version (`restore`; emptied, when the checkpoint predates the
+table's first row) before folding anything, so the table is exactly the state as of its checkpoint
+and the events after it are applied once. A checkpointed
 version newer than the table (the table lost its last commits) is refused: rebuild from the log.
 Subclasses set `name`, `directory`, `_table` (LanceTable) and `_lock` (WriterLock), and say what
 their build meta is (`_meta`).
@@ -95,8 +96,15 @@ class LanceProjection:
         ck = await self._current()
         self._check_meta(ck, complete=True)
         self._recovered = True
-        if ck is None or ck.table_version is None:
+        if ck is None:
             return  # nothing to roll back to: replays rely on the rows already there
+        if ck.table_version is None:
+            # checkpointed before the table held anything: rows there now came after the checkpoint
+            if await self._table.exists() and await self._table.count() > 0:
+                version = await self._table.truncate()
+                await self._checkpoint(Checkpoint(ck.projector, ck.position, version, ck.meta))
+                log.warning("projection.rolled_back", projector=self.name, restored="empty", position=ck.position)
+            return
         latest = await self._table.latest_version()
         if latest is not None and latest > ck.table_version:
             version = await self._table.restore(ck.table_version)

@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from events.catalogue import (
@@ -142,6 +142,11 @@ async def scenario(url: str, plan: list[tuple], root: Path) -> None:
 @pytest.mark.slow  # ~9 s
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(plan=steps)
+# a crash in the first batch that writes rows, after a checkpoint taken while the table was empty: the
+# restart must empty the table again (found by Hypothesis; the replay skipped the redelivered rows and
+# kept a checkpoint without a table version, so the live digest was the empty table's)
+@example(plan=[([("delete", "m0", 1, "")], ("project", 1, False)),
+               ([("commit", "m0", "nginx listens on 8080", "shared", [])] * 5, ("crash", 5, False))])
 def test_live_digest_equals_rebuild_digest(redis_server, plan) -> None:
     with tempfile.TemporaryDirectory(prefix="zhiyi-prop-") as tmp:
         asyncio.run(scenario(redis_server, plan, Path(tmp)))
