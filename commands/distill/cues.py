@@ -160,8 +160,6 @@ QUESTION_START_EN: Final = re.compile(
 QUESTION_CLAUSE_EN: Final = re.compile(
     r"(?:^|[,;.:]\s*|\b(?:so|and|but)\s+)(?:whats|what's|what is|what are|what should|how do i|how can i|how should i|"
     r"why is|why does|why do|any idea|any tips|any ideas|is there a way|should i|can i)\b", re.IGNORECASE)
-QUESTION_ZH: Final = _cjk(["什么", "怎么", "为什么", "如何", "哪个", "哪些", "哪里", "多少", "是不是", "能不能", "可不可以",
-                           "有没有", "请问", "介绍一下", "解释一下", "讲讲", "区别"])
 TRANSIENT_EN: Final = _latin([
     "brb", "afk", "be right back", "grabbing lunch", "getting coffee", "gotta go", "talk later", "one sec",
     "one moment", "hold on", "right now i'm", "i'm tired", "i'm bored", "i'm hungry", "going to bed",

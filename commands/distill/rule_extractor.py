@@ -8,7 +8,7 @@ user's words are the better source). Sources follow the speaker: the user's word
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Final, Sequence
 
 from commands.distill import cues
@@ -30,7 +30,6 @@ class Candidate:
     source: str
     scores: tuple[tuple[str, float], ...] = ()
     depends_on: tuple[int, ...] = ()          # indices of other candidates of the same episode it rests on
-    turns: tuple[int, ...] = field(default=())
 
 
 def _content_words(text: str) -> set[str]:
@@ -90,5 +89,5 @@ def extract(statements: Sequence[Statement]) -> list[Candidate]:
             kept_user_words.append(bag)
         category = min((s.category for s in group), key=CATEGORY_ORDER.index)
         out.append(Candidate(content, category, "user_chat" if role == "user" else "agent_inference",
-                             (("rule", max(s.score for s in group)),), turns=(turn,)))
+                             (("rule", max(s.score for s in group)),)))
     return out
