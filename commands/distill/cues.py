@@ -147,15 +147,20 @@ SMALL_TALK_EN: Final = _latin([
     "how are you", "how's your day", "how is your day", "how's it going", "how was your", "how are things",
     "what's up", "whats up", "ready for", "managing to", "how can i help", "anything else", "anything in particular",
     "how do you feel", "feeling", "how's the weather", "doing anything fun", "any plans", "good weekend",
-    "sleep well", "how have you been", "you ok", "you okay", "what can i do for you", "what brings you"])
+    "sleep well", "how have you been", "you ok", "you okay", "what can i do for you", "what brings you",
+    "long day", "long week", "busy day", "busy week", "burning questions", "other questions", "any questions",
+    "anything fun", "any news", "how's life", "what are you up to"])
 SMALL_TALK_ZH: Final = _cjk([
     "感觉怎么样", "怎么样啊", "还好吗", "最近如何", "最近怎么样", "有什么可以帮", "有什么需要", "还有别的", "吃了吗",
-    "睡得好", "心情", "累不累", "周末愉快", "过得怎么样", "在忙什么"])
+    "睡得好", "心情", "累不累", "周末愉快", "过得怎么样", "在忙什么", "有什么计划", "计划吗", "忙吗", "今天过得",
+    "忙不忙", "还有别的问题", "还有问题"])
 QUESTION_END: Final = re.compile(
     r"[?？]\s*$|(?:吗|呢|么|没有|不|行不行|好不好|对不对|是不是|能不能|可不可以|要不要)[。.！!~～]?\s*$")
 QUESTION_START_EN: Final = re.compile(
     r"^\s*(?:what|why|how|when|where|which|who|whose|can you|could you|would you|do you|does|did|is there|are there|"
-    r"is it|should|will you|have you|any idea|explain|tell me|help me understand)\b", re.IGNORECASE)
+    r"is it|should|will you|have you|any idea|explain|tell me|help me understand|is|are|was|were|do|can|could|"
+    r"would|will|has|have|am i)\b"
+    r"|^\s*[\w.+#-]+ (?:or|vs\.?) [\w.+#-]+(?:\s+(?:for|on|in|with)\b.*)?$", re.IGNORECASE)
 # a question in a later clause ("my tomatoes have spots, what's going on")
 QUESTION_CLAUSE_EN: Final = re.compile(
     r"(?:^|[,;.:]\s*|\b(?:so|and|but)\s+)(?:whats|what's|what is|what are|what should|how do i|how can i|how should i|"
@@ -196,7 +201,8 @@ HEDGE_EN: Final = _latin(["maybe", "perhaps", "i guess", "i wonder", "not sure",
                           "cannot connect", "won't start", "doesn't work", "isn't working", "throws"])
 HEDGE_ZH: Final = _cjk(["可能", "也许", "大概", "不确定", "或许", "好像", "说不定", "纠结", "在考虑", "犹豫", "要不要",
                         "太卡", "太贵", "太长", "太慢", "太麻烦", "半天", "报错了", "挂了", "太累", "累死", "烦死",
-                        "气死", "崩溃", "今天", "连不上", "报错", "打不开", "崩了", "卡住", "超时了", "起不来"])
+                        "气死", "崩溃", "今天", "连不上", "报错", "打不开", "崩了", "卡住", "超时了", "起不来",
+                        "跑不起来", "用不了", "有点困", "好困"])
 
 # words of no content, for information density (English stop words; Chinese function characters)
 STOP_EN: Final = frozenset("""a an the and or but if then so of to in on at by for with from as is are was were be been
