@@ -14,7 +14,9 @@ import orjson
 
 from commands.errors import InvalidCommand, TooLarge
 from commands.model import CommitEpisode, CommitEpisodes, EpisodeTurn, Limits
-from commands.parsing import NAMESPACE_RE, _fail, is_text, opaque_id, opt_str, present, require_object
+from commands.parsing import (
+    NAMESPACE_RE, _fail, is_text, opaque_id, opt_str, present, require_object, required_list,
+)
 
 EPISODE_KINDS = ("conversation", "task")
 EPISODE_STATUSES = ("ok", "skipped", "error")
@@ -43,15 +45,7 @@ def parse_episode(body: Any, limits: Limits, *, size: int | None = None) -> Comm
 
 
 def _turns(body: dict[str, Any], limits: Limits) -> tuple[EpisodeTurn, ...]:
-    turns = present(body, "turns")
-    if turns is None:
-        raise _fail("turns", "is required")
-    if not isinstance(turns, list):
-        raise _fail("turns", "must be a list of {role, content, at?} objects")
-    if not turns:
-        raise _fail("turns", "must not be empty")
-    if len(turns) > limits.max_episode_turns:
-        raise _fail("turns", f"must have at most {limits.max_episode_turns} items", limit=limits.max_episode_turns)
+    turns = required_list(body, "turns", max_items=limits.max_episode_turns, items="{role, content, at?} objects")
     return tuple(_turn(t, i) for i, t in enumerate(turns))
 
 
@@ -91,15 +85,7 @@ def _is_iso(value: str) -> bool:
 
 def parse_episode_batch(body: Any, limits: Limits) -> CommitEpisodes:
     body = require_object(body)
-    entries = present(body, "episodes")
-    if entries is None:
-        raise _fail("episodes", "is required")
-    if not isinstance(entries, list):
-        raise _fail("episodes", "must be a list of episode objects")
-    if not entries:
-        raise _fail("episodes", "must not be empty")
-    if len(entries) > limits.max_episode_batch:
-        raise _fail("episodes", f"must have at most {limits.max_episode_batch} items", limit=limits.max_episode_batch)
+    entries = required_list(body, "episodes", max_items=limits.max_episode_batch, items="episode objects")
     parsed = []
     for i, entry in enumerate(entries):
         try:

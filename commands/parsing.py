@@ -197,17 +197,23 @@ def opaque_id(body: dict[str, Any], field: str, max_chars: int) -> str:
     return value
 
 
+def required_list(body: dict[str, Any], field: str, *, max_items: int, items: str) -> list[Any]:
+    """A required, non-empty list of at most `max_items` (`items` names them in the error)."""
+    value = present(body, field)
+    if value is None:
+        raise _fail(field, "is required")
+    if not isinstance(value, list):
+        raise _fail(field, f"must be a list of {items}")
+    if not value:
+        raise _fail(field, "must not be empty")
+    if len(value) > max_items:
+        raise _fail(field, f"must have at most {max_items} items", limit=max_items)
+    return value
+
+
 def parse_batch(body: Any, limits: Limits) -> BatchCommit:
     body = require_object(body)
-    entries = present(body, "entries")
-    if entries is None:
-        raise _fail("entries", "is required")
-    if not isinstance(entries, list):
-        raise _fail("entries", "must be a list of memory objects")
-    if not entries:
-        raise _fail("entries", "must not be empty")
-    if len(entries) > limits.max_batch:
-        raise _fail("entries", f"must have at most {limits.max_batch} items", limit=limits.max_batch)
+    entries = required_list(body, "entries", max_items=limits.max_batch, items="memory objects")
     parsed = []
     for i, entry in enumerate(entries):
         try:
