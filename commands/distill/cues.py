@@ -26,8 +26,13 @@ REMEMBER_EN: Final = _latin([
     "remember this", "remember that", "please remember", "remember", "note that", "make a note", "take a note",
     "note this", "don't forget", "do not forget", "keep in mind", "for future reference", "for the record",
     "save this", "write this down", "jot down", "memorize"])
-REMEMBER_ZH: Final = _cjk(["记住", "记一下", "记下", "记好", "别忘了", "不要忘", "别忘记", "帮我记", "备忘", "记着",
+REMEMBER_ZH: Final = _cjk(["别让我忘", "记住", "记一下", "记下", "记好", "别忘了", "不要忘", "别忘记", "帮我记", "备忘", "记着",
                            "以后要记得", "记得"])
+# what is left of "remember" talk that names no content ("到时候别让我忘了", "remember that, ok?")
+REMEMBER_DEICTIC: Final = re.compile(
+    r"(?<![\w'])(?:this|that|it|then|please|pls|ok|okay|for me|for later|later|all|too|as well)(?![\w])"
+    r"|到时候|这个|那个|这件事|这事|这点|这条|一下|帮我|给我|请|哈+|啊|呀|吧|哦|嘛|啦|了",
+    re.IGNORECASE)
 # "remember this: X" -> "X": the request itself is not the memory
 REMEMBER_PREFIX: Final = re.compile(
     r"^\s*(?:(?:ok|okay|also|and|btw|please|pls|hey)[,\s]+)*(?:please\s+)?(?:remember(?:\s+(?:this|that))?|note(?:\s+(?:this|that))?|"
@@ -116,7 +121,8 @@ PLEASANTRY_EN: Final = _latin([
     "no worries", "welcome", "thanks a lot", "thank you so much", "ttyl", "gn", "gm", "please", "pls", "so",
     "well", "anyway", "btw", "by the way", "also", "and", "oh well", "for sure", "definitely", "totally",
     "that's it", "that's all", "nothing else", "all good", "noted", "understood", "i see", "ah ok", "oh ok",
-    "no thanks", "no thank you", "nah", "meh", "whatever", "not really", "barely", "not now", "maybe later", "not needed", "not yet", "later"])
+    "no thanks", "no thank you", "nah", "meh", "whatever", "not really", "barely", "not now", "maybe later", "not needed", "not yet", "later", "nothing yet", "nothing much", "not much",
+    "tbh", "ngl", "idk", "not bad", "not too bad", "i'll try", "will try", "i'll give it a try", "talk soon", "catch you later"])
 PLEASANTRY_ZH: Final = _cjk([
     "你好", "您好", "嗨", "哈喽", "谢谢", "多谢", "感谢", "好的", "好吧", "好", "嗯嗯", "嗯", "哈哈", "哈", "嘿嘿",
     "呵呵", "收到", "明白", "了解", "知道了", "没问题", "不客气", "再见", "拜拜", "早上好", "早安", "晚安", "下午好",
@@ -124,7 +130,8 @@ PLEASANTRY_ZH: Final = _cjk([
     "哦", "噢", "啊", "呀", "呢", "吧", "啦", "嘛", "了", "的", "好滴", "好嘞", "嗯呢", "厉害", "牛", "赞", "666",
     "谢啦", "谢了", "麻烦了", "有劳", "好久不见", "在吗", "在不在", "你呢", "还好", "挺好", "不错", "一样", "哈哈哈",
     "抱歉", "不好意思", "稍等", "等一下", "我看看", "先这样", "就这样", "没了", "就这些", "懂了", "行吧", "先不用",
-    "不用了", "不用", "不需要", "暂时不用", "以后再说", "再说吧", "算了"])
+    "不用了", "不用", "不需要", "暂时不用", "以后再说", "再说吧", "算了", "不了", "够了", "有道理", "再来找你",
+    "再找你", "回头再聊", "下次再聊", "下次聊", "下次有问题", "下次有事", "改天再", "回头再", "有问题再来找你", "有事再找你", "有问题再来", "有问题再问", "我试试", "试试看"])
 OFFER_EN: Final = re.compile(
     r"^\s*(?:do you want|would you like|want me to|want an?|want the|want some|need an?|need the|need me to|shall i|should i|can i help|let me know|if you want|"
     r"i can also|i could|feel free|happy to help|glad to help|hope this helps|is there anything|anything else|"
@@ -142,6 +149,14 @@ REPORT_ZH: Final = _cjk(["我跑了", "我加了", "已添加", "已加", "已�
                          "帮你设", "我查了", "查了一下", "查到", "检查了", "确认了", "显示", "输出", "耗时",
                          "已完成", "记下了", "已记录", "帮你记", "我设置", "已设置", "已更新", "已修改", "已保存",
                          "结果：", "总结："])
+# an assistant's advice to the user ("you can paste the stack", "你可以先把…贴出来") is not the user's world
+ADVICE_EN: Final = re.compile(
+    r"^\s*(?:(?:so|ok|okay|then|first|next|also|alternatively)[,\s]+)*(?:you can|you could|you should|you might|you may want|"
+    r"you'll want|you need to|you'd|try|i'd suggest|i suggest|i'd recommend|i recommend|consider|make sure|"
+    r"it's worth|it might be worth|a good idea|the best way|one option|another option|if you)\b", re.IGNORECASE)
+ADVICE_ZH: Final = re.compile(
+    r"^\s*(?:(?:那|那么|所以|首先|然后|另外|其次|或者)[，,\s]*)?(?:你可以|你也可以|可以先|可以试试|你可以试试|试试|建议|"
+    r"我建议|推荐你|你需要|你得|你要|你先|先把|不妨|最好|记得|如果你|如果想|要是)")
 # small talk an assistant asks ("how's your day?"): an answer to it is not a memory
 SMALL_TALK_EN: Final = _latin([
     "how are you", "how's your day", "how is your day", "how's it going", "how was your", "how are things",
@@ -149,13 +164,16 @@ SMALL_TALK_EN: Final = _latin([
     "how do you feel", "feeling", "how's the weather", "doing anything fun", "any plans", "good weekend",
     "sleep well", "how have you been", "you ok", "you okay", "what can i do for you", "what brings you",
     "long day", "long week", "busy day", "busy week", "burning questions", "other questions", "any questions",
-    "anything fun", "any news", "how's life", "what are you up to"])
+    "anything fun", "any news", "how's life", "what are you up to", "how about you", "and you", "what about you"])
 SMALL_TALK_ZH: Final = _cjk([
     "感觉怎么样", "怎么样啊", "还好吗", "最近如何", "最近怎么样", "有什么可以帮", "有什么需要", "还有别的", "吃了吗",
     "睡得好", "心情", "累不累", "周末愉快", "过得怎么样", "在忙什么", "有什么计划", "计划吗", "忙吗", "今天过得",
     "忙不忙", "还有别的问题", "还有问题"])
 QUESTION_END: Final = re.compile(
     r"[?？]\s*$|(?:吗|呢|么|没有|不|行不行|好不好|对不对|是不是|能不能|可不可以|要不要)[。.！!~～]?\s*$")
+# a Chinese question often drops its "？": an interrogative word asks one ("秦始皇是哪一年统一六国的")
+QUESTION_WORD_ZH: Final = re.compile(
+    r"(?<!不知道)(?<!不清楚)(?<!不确定)(?<!不懂)(?<!不管)(?<!无论)(?:什么|啥|怎么|怎样|为什么|为啥|哪|多少|几点|谁|是否|有没有|能否|如何)")
 QUESTION_START_EN: Final = re.compile(
     r"^\s*(?:what|why|how|when|where|which|who|whose|can you|could you|would you|do you|does|did|is there|are there|"
     r"is it|should|will you|have you|any idea|explain|tell me|help me understand|is|are|was|were|do|can|could|"
@@ -170,17 +188,17 @@ TRANSIENT_EN: Final = _latin([
     "one moment", "hold on", "right now i'm", "i'm tired", "i'm bored", "i'm hungry", "going to bed",
     "heading out", "just woke up", "let me think", "let me check", "give me a sec", "back now", "i'm back",
     "tonight", "for now", "right now", "wrong tab", "never mind", "nvm", "stuck at", "last night", "this morning",
-    "just now", "at the moment"])
+    "just now", "at the moment", "waking up", "killing time", "still waking", "on my way"])
 TRANSIENT_ZH: Final = _cjk(["今晚先", "今天先", "现在先", "现在就", "刚才", "昨晚", "今早", "等下", "算了", "我去吃饭", "去吃饭了", "马上回来", "等我一下", "我先去", "先下了", "困了", "我去睡",
                             "我回来了", "让我想想", "我想想", "我先忙", "等会儿", "待会", "一会儿再"])
 # a request for the task at hand ("can you list the cron jobs", "帮我看看这段代码") is not a memory
 REQUEST_EN: Final = re.compile(
-    r"^\s*(?:(?:hey|hi|ok|so|also|and|pls|please)[,\s]+)*(?:can you|could you|would you|will you|can u|pls|please|"
+    r"^\s*(?:(?:agent|bot|assistant|ai|computer)\s*[:：,]\s*)?(?:(?:hey|hi|ok|so|also|and|pls|please)[,\s]+)*(?:can you|could you|would you|will you|can u|pls|please|"
     r"help me|let's|lets|list|show me|show|check|tell me|give me|find|fix|write|draft|make|add|create|run|"
     r"debug|look at|take a look|explain|summari[sz]e|translate|convert|generate|calculate|compute|review|"
     r"rewrite|refactor|set up|setup|install|update|restart|start|schedule|book|order|send|i need you to|"
     r"i want you to|pull|upgrade|downgrade|deploy|build|test|clean up|rename|delete|remove|fetch|download|"
-    r"eli5|compare|plan|suggest|recommend|research|look up|figure out)\b", re.IGNORECASE)
+    r"eli5|bump|compare|plan|suggest|recommend|research|look up|figure out)\b", re.IGNORECASE)
 REQUEST_ZH: Final = re.compile(
     r"^\s*(?:(?:那|那么|好|好的|嗯|另外|还有|然后)[，,\s]*)?(?:请|麻烦|你)?(?:帮我|帮忙|给我|替我|你帮|能不能|可不可以|"
     r"可以帮|开始|看下|看看|查一下|查下|算一下|写一个|写个|生成|翻译|总结|解释|列一下|列出|检查|统计|把|升级|部署|"

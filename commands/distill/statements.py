@@ -63,14 +63,42 @@ def _has(pattern_en: re.Pattern[str], pattern_zh: re.Pattern[str], text: str) ->
     return bool(pattern_en.search(text) or pattern_zh.search(text))
 
 
+_CLAUSE: Final = re.compile(r"[，,]\s*")
+
+
+def _without_trailing_question(text: str, zh: bool) -> str:
+    """A Chinese sentence that states something and then asks ("现在68kg，目标60kg，有啥建议"): the
+    statement without the question. Unchanged when every clause asks or none does."""
+    if not zh:
+        return text
+    clauses = _CLAUSE.split(text)
+    keep = len(clauses)
+    while keep > 1 and cues.QUESTION_WORD_ZH.search(clauses[keep - 1]):
+        keep -= 1
+    if keep == len(clauses):
+        return text
+    head = "，".join(clauses[:keep]).strip()
+    return head if not cues.QUESTION_WORD_ZH.search(head) else text
+
+
 def _is_question(text: str, zh: bool) -> bool:
     """Ends as a question, or (English) asks one without the mark: a question word at the start or at
     the start of a later clause. Chinese chat drops final punctuation too often to guess."""
     if cues.QUESTION_END.search(text):
         return True
-    if zh or text.rstrip().endswith((".", "!")):
+    if zh:
+        return bool(cues.QUESTION_WORD_ZH.search(text)) and not cues.SELF_ZH.search(text)
+    if text.rstrip().endswith((".", "!")):
         return False
     return bool(cues.QUESTION_START_EN.match(text) or cues.QUESTION_CLAUSE_EN.search(text))
+
+
+def _names_content(sentence: str) -> bool:
+    """A "remember" sentence says what to remember: something is left once the remember phrases,
+    pointing words ("this", "到时候") and pleasantries are taken out."""
+    rest = cues.REMEMBER_EN.sub(" ", cues.REMEMBER_ZH.sub(" ", sentence))
+    rest = cues.REMEMBER_DEICTIC.sub(" ", rest)
+    return _beyond_pleasantries(rest) >= 2 or bool(_NUMBER.search(rest) or _IDENTIFIER.search(rest))
 
 
 def _beyond_pleasantries(text: str) -> int:
@@ -114,12 +142,14 @@ def signals(text: str, category: str, hedged: bool) -> dict[str, float]:
 
 def read_statement(sentence: str, role: str, turn: int, kind: str = "conversation") -> Statement:
     zh = is_chinese(sentence)
-    remember = _has(cues.REMEMBER_EN, cues.REMEMBER_ZH, sentence) and role == "user"
+    remember_talk = _has(cues.REMEMBER_EN, cues.REMEMBER_ZH, sentence) and role == "user"
+    remember = remember_talk and _names_content(sentence)
     text = cues.REMEMBER_PREFIX.sub("", sentence) if remember else sentence
     text = _LEADING_FILLER.sub("", text).strip() or text.strip()
+    text = _without_trailing_question(text, zh)
     question = _is_question(text, zh)
     beyond = _beyond_pleasantries(text)
-    pleasantry = _is_pleasantry(text, beyond)
+    pleasantry = _is_pleasantry(text, beyond) or (remember_talk and not remember)  # "别让我忘了" says nothing
     transient = _has(cues.TRANSIENT_EN, cues.TRANSIENT_ZH, text)
     request = role == "user" and bool(cues.REQUEST_EN.match(text) or cues.REQUEST_ZH.match(text))
     category = category_of(text, role)
@@ -136,7 +166,8 @@ def read_statement(sentence: str, role: str, turn: int, kind: str = "conversatio
         threshold = TASK_ASSISTANT_THRESHOLD if kind == "task" else ASSISTANT_THRESHOLD
         informative = (concrete and reports and score >= threshold
                        and not question and not pleasantry and not transient
-                       and not (cues.OFFER_EN.match(text) or cues.OFFER_ZH.search(text)))
+                       and not (cues.OFFER_EN.match(text) or cues.OFFER_ZH.search(text))
+                       and not (cues.ADVICE_EN.match(text) or cues.ADVICE_ZH.match(text)))
     else:
         informative = False
     return Statement(turn, role, text, round(score, 3), category, informative, remember, question, pleasantry,

@@ -76,3 +76,35 @@ def test_a_task_keeps_the_assistants_report_and_drops_its_restatement_of_the_use
     assert "91%" in memory.content and memory.source == "agent_inference"
     chat = _chat("ComfyUI runs on port 8189 on gpu-box now", "I checked: ComfyUI runs on port 8189 on gpu-box.")
     assert [c.source for c in distill_by_rules("conversation", "ok", chat).candidates] == ["user_chat"]
+
+
+def test_chinese_questions_without_a_question_mark_are_questions_and_a_trailing_question_is_cut_off():
+    turns = _chat("秦始皇是哪一年统一六国的", "公元前221年。",
+                  "我现在68kg，目标60kg，有啥建议", "控制热量，多做力量训练。",
+                  "我也不知道为什么，反正我每天6点起床", "好的。")
+    contents = [c.content for c in distill_by_rules("conversation", "ok", turns).candidates]
+    assert contents == ["我现在68kg，目标60kg", "我也不知道为什么，反正我每天6点起床"], contents
+    # "玩几天" is "a few days", not a question
+    assert [c.content for c in distill_by_rules("conversation", "ok", _chat("国庆打算带爸妈去成都玩几天。", "好。")).candidates] \
+        == ["国庆打算带爸妈去成都玩几天。"]
+
+
+def test_remember_talk_that_names_nothing_and_farewells_are_not_memories():
+    turns = _chat("我的护照 9 月到期", "好的。", "到时候别让我忘了哈哈", "没问题。", "下次有问题再来找你", "好的，随时！",
+                  "remember that, ok?", "Will do!")
+    contents = [c.content for c in distill_by_rules("conversation", "ok", turns).candidates]
+    assert contents == ["我的护照 9 月到期"], contents
+
+
+def test_an_assistants_advice_is_not_a_report():
+    turns = [{"role": "user", "content": "排查一下 api 服务的 goroutine 泄漏"},
+             {"role": "tool", "content": "goroutine profile: total 18234"},
+             {"role": "assistant", "content": "你可以先把 debug=2 的输出里数量最多的那几个栈贴出来看看。"},
+             {"role": "assistant", "content": "You should restart api-2 on port 8080 after the fix."}]
+    assert distill_by_rules("task", "ok", turns).candidates == []
+
+
+def test_a_task_instruction_addressed_to_the_agent_is_a_request():
+    outcome = distill_by_rules("conversation", "ok", _chat("agent: bump the staging api to node 20 and run the tests",
+                                                           "Done."))
+    assert outcome.candidates == []
