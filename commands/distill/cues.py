@@ -122,7 +122,8 @@ PLEASANTRY_EN: Final = _latin([
     "well", "anyway", "btw", "by the way", "also", "and", "oh well", "for sure", "definitely", "totally",
     "that's it", "that's all", "nothing else", "all good", "noted", "understood", "i see", "ah ok", "oh ok",
     "no thanks", "no thank you", "nah", "meh", "whatever", "not really", "barely", "not now", "maybe later", "not needed", "not yet", "later", "nothing yet", "nothing much", "not much",
-    "tbh", "ngl", "idk", "not bad", "not too bad", "i'll try", "will try", "i'll give it a try", "talk soon", "catch you later"])
+    "tbh", "ngl", "idk", "not bad", "not too bad", "stressed", "so stressed", "frustrated", "overwhelmed",
+    "exhausted", "freaking out", "panicking", "driving me nuts", "i'm dying", "omg", "ugh", "i'll try", "will try", "i'll give it a try", "talk soon", "catch you later"])
 PLEASANTRY_ZH: Final = _cjk([
     "你好", "您好", "嗨", "哈喽", "谢谢", "多谢", "感谢", "好的", "好吧", "好", "嗯嗯", "嗯", "哈哈", "哈", "嘿嘿",
     "呵呵", "收到", "明白", "了解", "知道了", "没问题", "不客气", "再见", "拜拜", "早上好", "早安", "晚安", "下午好",
@@ -131,7 +132,7 @@ PLEASANTRY_ZH: Final = _cjk([
     "谢啦", "谢了", "麻烦了", "有劳", "好久不见", "在吗", "在不在", "你呢", "还好", "挺好", "不错", "一样", "哈哈哈",
     "抱歉", "不好意思", "稍等", "等一下", "我看看", "先这样", "就这样", "没了", "就这些", "懂了", "行吧", "先不用",
     "不用了", "不用", "不需要", "暂时不用", "以后再说", "再说吧", "算了", "不了", "够了", "有道理", "再来找你",
-    "再找你", "回头再聊", "下次再聊", "下次聊", "下次有问题", "下次有事", "改天再", "回头再", "有问题再来找你", "有事再找你", "有问题再来", "有问题再问", "我试试", "试试看"])
+    "再找你", "回头再聊", "下次再聊", "下次聊", "下次有问题", "下次有事", "改天再", "回头再", "有问题再来找你", "有事再找你", "有问题再来", "有问题再问", "再问你", "焦虑", "郁闷", "头疼", "头大", "抓狂", "心累", "我试试", "试试看"])
 OFFER_EN: Final = re.compile(
     r"^\s*(?:do you want|would you like|want me to|want an?|want the|want some|need an?|need the|need me to|shall i|should i|can i help|let me know|if you want|"
     r"i can also|i could|feel free|happy to help|glad to help|hope this helps|is there anything|anything else|"
@@ -188,9 +189,14 @@ TRANSIENT_EN: Final = _latin([
     "one moment", "hold on", "right now i'm", "i'm tired", "i'm bored", "i'm hungry", "going to bed",
     "heading out", "just woke up", "let me think", "let me check", "give me a sec", "back now", "i'm back",
     "tonight", "for now", "right now", "wrong tab", "never mind", "nvm", "stuck at", "last night", "this morning",
-    "just now", "at the moment", "waking up", "killing time", "still waking", "on my way"])
+    "just now", "at the moment", "for hours", "waking up", "killing time", "still waking", "on my way"])
 TRANSIENT_ZH: Final = _cjk(["今晚先", "今天先", "现在先", "现在就", "刚才", "昨晚", "今早", "等下", "算了", "我去吃饭", "去吃饭了", "马上回来", "等我一下", "我先去", "先下了", "困了", "我去睡",
-                            "我回来了", "让我想想", "我想想", "我先忙", "等会儿", "待会", "一会儿再"])
+                            "我回来了", "让我想想", "我想想", "我先忙", "等会儿", "待会", "一会儿再", "晚点", "晚些", "回头看",
+                            "分钟后", "马上要", "等会", "一下午了", "一上午了", "一晚上了", "一整天了"])
+# "in 5 min", "in a couple of hours": about the next moments
+SOON_EN: Final = re.compile(
+    r"\bin (?:\d+|a few|a couple(?: of)?|an?|one|two|five|ten|fifteen|twenty|thirty|half an) ?"
+    r"(?:min|mins|minutes?|hours?|hrs?|secs?|seconds?)\b", re.IGNORECASE)
 # a request for the task at hand ("can you list the cron jobs", "帮我看看这段代码") is not a memory
 REQUEST_EN: Final = re.compile(
     r"^\s*(?:(?:agent|bot|assistant|ai|computer)\s*[:：,]\s*)?(?:(?:hey|hi|ok|so|also|and|pls|please)[,\s]+)*(?:can you|could you|would you|will you|can u|pls|please|"
@@ -216,11 +222,14 @@ HEDGE_EN: Final = _latin(["maybe", "perhaps", "i guess", "i wonder", "not sure",
                           "can't keep", "cant keep", "again", "keeps", "today", "honestly", "whatever", "overrated",
                           "underrated", "sounds nice", "should be illegal", "you only live once", "yolo",
                           "failing", "timing out", "times out", "crashed", "crashing", "can't connect",
-                          "cannot connect", "won't start", "doesn't work", "isn't working", "throws"])
+                          "cannot connect", "won't start", "doesn't work", "isn't working", "throws", "still not",
+                          "same error", "didn't work", "didn't help", "no luck", "here's the error", "error:",
+                          "traceback", "stack trace", "getting an error", "got an error"])
 HEDGE_ZH: Final = _cjk(["可能", "也许", "大概", "不确定", "或许", "好像", "说不定", "纠结", "在考虑", "犹豫", "要不要",
                         "太卡", "太贵", "太长", "太慢", "太麻烦", "半天", "报错了", "挂了", "太累", "累死", "烦死",
                         "气死", "崩溃", "今天", "连不上", "报错", "打不开", "崩了", "卡住", "超时了", "起不来",
-                        "跑不起来", "用不了", "有点困", "好困"])
+                        "跑不起来", "用不了", "有点困", "好困", "还是不行",
+                        "不行啊", "没反应", "没用啊", "不太懂", "没懂", "看不懂", "搞不懂"])
 
 # words of no content, for information density (English stop words; Chinese function characters)
 STOP_EN: Final = frozenset("""a an the and or but if then so of to in on at by for with from as is are was were be been
@@ -230,5 +239,5 @@ some such no nor not only own same than too very can will just should now ok oka
 thanks thank thx ty oh ah um uh hmm well also really like just got get gonna wanna kinda sorta pretty much thing things stuff
 lot lots bit sure cool nice great good fine alright right let lets let's me im i'm you're it's that's what's don't
 didn't doesn't isn't aren't wasn't weren't won't wouldn't can't couldn't shouldn't i'll you'll we'll i've you've we've
-i'd you'd we'd would could might may must shall""".split())
+i'd you'd we'd would could might may must shall about""".split())
 STOP_ZH: Final = frozenset("的了吗呢啊吧哦嗯哈呀啦嘛么是我你他她它们这那就都也还很在有和与或而且但又再才刚把被给让对个些么啥呗咯哇噢嘿呵好")

@@ -106,10 +106,11 @@ def _beyond_pleasantries(text: str) -> int:
     return len(_content_words(cues.PLEASANTRY_ZH.sub(" ", cues.PLEASANTRY_EN.sub(" ", text))))
 
 
-def _is_pleasantry(text: str, beyond: int) -> bool:
-    """Nothing but pleasantries and fillers: fewer than two content words beyond them, and no number
-    or identifier (a bare "pve3." or "8189" answers something)."""
-    return beyond < 2 and not (_NUMBER.search(text) or _IDENTIFIER.search(text))
+def _is_pleasantry(text: str, beyond: int, zh: bool) -> bool:
+    """Nothing but pleasantries and fillers: fewer than two content words beyond them (three CJK
+    characters: a Chinese word is mostly two), and no number or identifier (a bare "pve3." or "8189"
+    answers something)."""
+    return beyond < (3 if zh else 2) and not (_NUMBER.search(text) or _IDENTIFIER.search(text))
 
 
 def category_of(text: str, role: str = "user") -> str:
@@ -149,8 +150,8 @@ def read_statement(sentence: str, role: str, turn: int, kind: str = "conversatio
     text = _without_trailing_question(text, zh)
     question = _is_question(text, zh)
     beyond = _beyond_pleasantries(text)
-    pleasantry = _is_pleasantry(text, beyond) or (remember_talk and not remember)  # "别让我忘了" says nothing
-    transient = _has(cues.TRANSIENT_EN, cues.TRANSIENT_ZH, text)
+    pleasantry = _is_pleasantry(text, beyond, zh) or (remember_talk and not remember)  # "别让我忘了" says nothing
+    transient = _has(cues.TRANSIENT_EN, cues.TRANSIENT_ZH, text) or bool(cues.SOON_EN.search(text))
     request = role == "user" and bool(cues.REQUEST_EN.match(text) or cues.REQUEST_ZH.match(text))
     category = category_of(text, role)
     hedged = _has(cues.HEDGE_EN, cues.HEDGE_ZH, text)

@@ -34,12 +34,12 @@ DATA = Path(__file__).resolve().parent / "data" / "distill"
 
 def load(split: str) -> list[dict]:
     """The episodes of `split`: episodes-{zh,en}.json hold alternating dev/heldout halves; the extra files
-    (written later by two other hands, for tuning) are dev only; episodes-heldout2-* are a second held-out
-    set, written by a fourth hand after the first held-out half had been looked at."""
+    (written later by other hands, for tuning) are dev only; episodes-heldout2-* and episodes-heldout3-*
+    are later held-out sets, each written by a new hand after the one before it had been looked at."""
     out = []
     for lang in ("zh", "en"):
         for name in (f"episodes-{lang}.json", f"episodes-extra-{lang}.json", f"episodes-extra2-{lang}.json",
-                     f"episodes-heldout2-{lang}.json"):
+                     f"episodes-extra3-{lang}.json", f"episodes-heldout2-{lang}.json", f"episodes-heldout3-{lang}.json"):
             if not (DATA / name).exists():
                 continue
             doc = json.loads((DATA / name).read_text(encoding="utf-8"))
@@ -136,7 +136,7 @@ async def run_llm(episodes: list[dict]) -> tuple[dict[str, list[str]], dict[str,
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--split", choices=("heldout", "heldout2", "dev", "all"), default="heldout")
+    parser.add_argument("--split", choices=("heldout", "heldout2", "heldout3", "dev", "all"), default="heldout")
     parser.add_argument("--show", action="store_true", help="print each episode's missed facts and junk")
     args = parser.parse_args()
     episodes = load(args.split)

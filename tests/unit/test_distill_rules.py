@@ -108,3 +108,17 @@ def test_a_task_instruction_addressed_to_the_agent_is_a_request():
     outcome = distill_by_rules("conversation", "ok", _chat("agent: bump the staging api to node 20 and run the tests",
                                                            "Done."))
     assert outcome.candidates == []
+
+
+@pytest.mark.parametrize("chatter", [
+    "I'm so stressed about this deadline", "我刚试了一下还是不行", "我晚点再看", "我明天再问你",
+    "Here's the error: connection refused on port 5432", "I have a meeting in 5 min", "我搞了一下午了"])
+def test_venting_the_problem_at_hand_and_the_next_moments_are_chatter(chatter):
+    assert distill_by_rules("conversation", "ok", _chat(chatter, "OK.")).candidates == []
+
+
+def test_a_fact_keeps_its_place_when_venting_is_tacked_on():
+    turns = _chat("他明年九月上小学，我们最近在看海淀的几个学校，头大", "理解。",
+                  "maya starts 3rd grade at lincoln elementary next week and im already panicking", "You've got this.")
+    contents = [c.content for c in distill_by_rules("conversation", "ok", turns).candidates]
+    assert len(contents) == 2 and "海淀" in contents[0] and "lincoln elementary" in contents[1], contents
