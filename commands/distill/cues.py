@@ -87,7 +87,8 @@ FACT_EN: Final = _latin([
     "uses", "using", "version", "port", "path", "address", "born", "birthday", "moved",
     "installed", "has", "have", "owns", "costs", "takes", "listens on", "hosted", "configured", "set to",
     "points to", "stored", "lives in", "based in", "deployed", "mounted", "password", "account", "ip", "i'm a",
-    "i am a", "i work", "i'm an", "i am an"])
+    "i am a", "i work", "i'm an", "i am an", "i'm on", "i'm in", "i'm at", "we're on", "we're in", "we're at",
+    "she's", "he's", "they're", "she is", "he is", "gets", "goes", "lives", "takes", "does"])
 FACT_ZH: Final = _cjk([
     "是", "在", "用的是", "版本", "端口", "路径", "地址", "位于", "装了", "配置", "生日", "工作", "住在", "放在",
     "部署", "挂载", "跑在", "运行在", "账号", "密码", "花了", "需要", "耗时", "占用", "大小", "容量", "型号", "显卡",
@@ -184,6 +185,11 @@ QUESTION_START_EN: Final = re.compile(
 QUESTION_CLAUSE_EN: Final = re.compile(
     r"(?:^|[,;.:]\s*|\b(?:so|and|but)\s+)(?:whats|what's|what is|what are|what should|how do i|how can i|how should i|"
     r"why is|why does|why do|any idea|any tips|any ideas|is there a way|should i|can i)\b", re.IGNORECASE)
+# a clause that asks without a question word first ("..., any good youtube channels")
+TRAILING_ASK_EN: Final = re.compile(
+    r"^\s*(?:(?:so|and|but|or|pls|please|lol)\s+)*(?:any (?:good |other |better )?(?:idea|ideas|tips?|advice|suggestions?|"
+    r"recommendations?|thoughts?|channels?|books?|options?|alternatives?)|thoughts|ideas|help|recommendations?|"
+    r"what do you (?:think|recommend|suggest)|which one|why|how come|or not|right|no)\b", re.IGNORECASE)
 TRANSIENT_EN: Final = _latin([
     "brb", "afk", "be right back", "grabbing lunch", "getting coffee", "gotta go", "talk later", "one sec",
     "one moment", "hold on", "right now i'm", "i'm tired", "i'm bored", "i'm hungry", "going to bed",

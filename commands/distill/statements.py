@@ -66,19 +66,26 @@ def _has(pattern_en: re.Pattern[str], pattern_zh: re.Pattern[str], text: str) ->
 _CLAUSE: Final = re.compile(r"[，,]\s*")
 
 
+def _asks(clause: str, zh: bool) -> bool:
+    if zh:
+        return bool(cues.QUESTION_WORD_ZH.search(clause))
+    return bool(cues.QUESTION_END.search(clause) or cues.QUESTION_START_EN.match(clause)
+                or cues.QUESTION_CLAUSE_EN.match(clause) or cues.TRAILING_ASK_EN.match(clause))
+
+
 def _without_trailing_question(text: str, zh: bool) -> str:
-    """A Chinese sentence that states something and then asks ("现在68kg，目标60kg，有啥建议"): the
-    statement without the question. Unchanged when every clause asks or none does."""
-    if not zh:
+    """A sentence that states something and then asks ("现在68kg，目标60kg，有啥建议", "smb from my
+    macbook is slow, any idea why?"): the statement without the question. Unchanged when every
+    clause asks or none does, and (English) when the sentence ends with a full stop."""
+    if not zh and text.rstrip().endswith((".", "!")):
         return text
     clauses = _CLAUSE.split(text)
     keep = len(clauses)
-    while keep > 1 and cues.QUESTION_WORD_ZH.search(clauses[keep - 1]):
+    while keep > 1 and _asks(clauses[keep - 1], zh):
         keep -= 1
-    if keep == len(clauses):
+    if keep == len(clauses) or _asks(clauses[0], zh):
         return text
-    head = "，".join(clauses[:keep]).strip()
-    return head if not cues.QUESTION_WORD_ZH.search(head) else text
+    return ("，" if zh else ", ").join(clauses[:keep]).strip()
 
 
 def _is_question(text: str, zh: bool) -> bool:
