@@ -64,7 +64,7 @@ DECISION_EN: Final = _latin([
     "we'll go", "let's go with", "let's use", "will use", "plan to", "planning to", "migrate to", "migrating to",
     "moved to", "moving to", "instead of", "we agreed", "agreed to", "the plan is", "final answer",
     "opted for", "we'll stick with", "stick with", "replace", "replaced"])
-DECISION_ZH: Final = _cjk([
+DECISION_ZH: Final = _cjk(["那就买", "那就用", "那就选", "那就订", "那就报", "那就定", "就买",
     "决定", "选择", "选了", "改用", "换成", "换到", "采用", "就用", "定了", "打算", "计划", "迁移到", "迁到", "以后用",
     "统一用", "确定用", "确定了", "不用了", "放弃", "改为", "改成", "替换", "换掉", "上线", "方案是", "就这么定"])
 CONSTRAINT_EN: Final = _latin([
@@ -164,13 +164,13 @@ SMALL_TALK_EN: Final = _latin([
     "how are you", "how's your day", "how is your day", "how's it going", "how was your", "how are things",
     "what's up", "whats up", "ready for", "managing to", "how can i help", "anything else", "anything in particular",
     "how do you feel", "feeling", "how's the weather", "doing anything fun", "any plans", "good weekend",
-    "sleep well", "how have you been", "you ok", "you okay", "what can i do for you", "what brings you",
+    "sleep well", "how have you been", "another one", "one more", "you ok", "you okay", "what can i do for you", "what brings you",
     "long day", "long week", "busy day", "busy week", "burning questions", "other questions", "any questions",
     "anything fun", "any news", "how's life", "what are you up to", "how about you", "and you", "what about you"])
 SMALL_TALK_ZH: Final = _cjk([
     "感觉怎么样", "怎么样啊", "还好吗", "最近如何", "最近怎么样", "有什么可以帮", "有什么需要", "还有别的", "吃了吗",
     "睡得好", "心情", "累不累", "周末愉快", "过得怎么样", "在忙什么", "有什么计划", "计划吗", "忙吗", "今天过得",
-    "忙不忙", "还有别的问题", "还有问题"])
+    "忙不忙", "还有别的问题", "还有问题", "再来一个", "再讲一个", "还要听"])
 QUESTION_END: Final = re.compile(
     r"[?？]\s*$|(?:吗|呢|么|没有|不|行不行|好不好|对不对|是不是|能不能|可不可以|要不要)[。.！!~～]?\s*$")
 # a Chinese question often drops its "？": an interrogative word asks one ("秦始皇是哪一年统一六国的")
@@ -230,14 +230,16 @@ HEDGE_EN: Final = _latin(["maybe", "perhaps", "i guess", "i wonder", "not sure",
                           "failing", "timing out", "times out", "crashed", "crashing", "can't connect",
                           "cannot connect", "won't start", "doesn't work", "isn't working", "throws", "still not",
                           "same error", "didn't work", "didn't help", "no luck", "here's the error", "error:",
-                          "traceback", "stack trace", "getting an error", "got an error", "i read that", "i heard", "heard that",
+                          "traceback", "stack trace", "not decided", "haven't decided", "undecided", "still deciding", "delayed", "getting an error", "got an error", "i read that", "i heard", "heard that",
                           "someone told me", "people say", "rumor", "rumour"])
 HEDGE_ZH: Final = _cjk(["可能", "也许", "大概", "不确定", "或许", "好像", "说不定", "纠结", "在考虑", "犹豫", "要不要",
                         "太卡", "太贵", "太长", "太慢", "太麻烦", "半天", "报错了", "挂了", "太累", "累死", "烦死",
                         "气死", "崩溃", "今天", "连不上", "报错", "打不开", "崩了", "卡住", "超时了", "起不来",
-                        "跑不起来", "用不了", "有点困", "好困", "还是不行", "听说", "据说", "有人说", "网上说",
+                        "跑不起来", "用不了", "有点困", "好困", "还是不行", "还没定", "没想好", "没决定", "还没决定", "延误", "再说", "听说", "据说", "有人说", "网上说",
                         "不行啊", "没反应", "没用啊", "不太懂", "没懂", "看不懂", "搞不懂"])
 
+# an error being hit right now ("报 ModuleNotFoundError", "exit code 137")
+PROBLEM: Final = re.compile(r"\b\w*(?:Error|Exception)\b|\bexit (?:code|status) \d+|\bsegfault|\bcore dumped|\bOOM\b")
 # words of no content, for information density (English stop words; Chinese function characters)
 STOP_EN: Final = frozenset("""a an the and or but if then so of to in on at by for with from as is are was were be been
 being am do does did doing have has had having it its it's this that these those there here i me my we us our you your

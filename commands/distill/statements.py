@@ -88,6 +88,32 @@ def _without_trailing_question(text: str, zh: bool) -> str:
     return ("，" if zh else ", ").join(clauses[:keep]).strip()
 
 
+_CLAUSES: Final = re.compile(r"\s*[，,；;]\s*")
+
+
+def _hedged(text: str) -> bool:
+    return _has(cues.HEDGE_EN, cues.HEDGE_ZH, text) or bool(cues.PROBLEM.search(text))
+
+
+def _passing(clause: str) -> bool:
+    return _hedged(clause) or _has(cues.TRANSIENT_EN, cues.TRANSIENT_ZH, clause) or bool(cues.SOON_EN.search(clause))
+
+
+def _without_passing_clauses(text: str, zh: bool) -> str:
+    """A statement with a hedge, a complaint or a remark about the moment in one of its clauses ("我住
+    回龙观，每天通勤一个半小时，累死了", "i'm type 1, eating out tonight"): the other clauses, which
+    still state something. Unchanged when no clause passes or all do."""
+    clauses = [c for c in _CLAUSES.split(text) if c]
+    if len(clauses) < 2:
+        return text
+    kept = [c for c in clauses if not _passing(c)]
+    if not kept or len(kept) == len(clauses):
+        return text
+    out = ("，" if zh else ", ").join(kept)
+    end = text.rstrip()[-1]
+    return out + end if end in "。！？.!?" and out[-1] not in "。！？.!?" else out
+
+
 def _is_question(text: str, zh: bool) -> bool:
     """Ends as a question, or (English) asks one without the mark: a question word at the start or at
     the start of a later clause. Chinese chat drops final punctuation too often to guess."""
@@ -155,13 +181,15 @@ def read_statement(sentence: str, role: str, turn: int, kind: str = "conversatio
     text = cues.REMEMBER_PREFIX.sub("", sentence) if remember else sentence
     text = _LEADING_FILLER.sub("", text).strip() or text.strip()
     text = _without_trailing_question(text, zh)
+    if role == "user":
+        text = _without_passing_clauses(text, zh)
     question = _is_question(text, zh)
     beyond = _beyond_pleasantries(text)
     pleasantry = _is_pleasantry(text, beyond, zh) or (remember_talk and not remember)  # "别让我忘了" says nothing
     transient = _has(cues.TRANSIENT_EN, cues.TRANSIENT_ZH, text) or bool(cues.SOON_EN.search(text))
     request = role == "user" and bool(cues.REQUEST_EN.match(text) or cues.REQUEST_ZH.match(text))
     category = category_of(text, role)
-    hedged = _has(cues.HEDGE_EN, cues.HEDGE_ZH, text)
+    hedged = _hedged(text)
     score = sum(WEIGHTS[name] * value for name, value in signals(text, category, hedged).items())
     substantial = len(_content_words(text)) >= MIN_CONTENT_WORDS or bool(_NUMBER.search(text) or _IDENTIFIER.search(text))
     if role == "user":

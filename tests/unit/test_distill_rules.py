@@ -136,3 +136,13 @@ def test_english_statements_keep_their_fact_when_a_question_trails_and_contracti
               {"role": "assistant", "content": "I checked your account: you're on the Growth plan, which is limited "
                                                "to 600 requests per minute."}]
     assert "600" in distill_by_rules("task", "ok", report).candidates[0].content
+
+
+def test_a_hedged_or_passing_clause_is_cut_off_and_the_rest_of_the_statement_kept():
+    turns = _chat("我在北京租房，住回龙观，每天通勤一个半小时到国贸，累死了。", "辛苦了。",
+                  "i'm type 1 and need to bolus before meals, eating out tonight", "Got it.",
+                  "还没定呢，看年假能不能批下来再说", "好。",
+                  "报 ModuleNotFoundError", "装一下依赖。")
+    contents = [c.content for c in distill_by_rules("conversation", "ok", turns).candidates]
+    assert contents == ["我在北京租房，住回龙观，每天通勤一个半小时到国贸。",
+                        "i'm type 1 and need to bolus before meals"], contents
