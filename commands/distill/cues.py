@@ -22,10 +22,12 @@ def _cjk(phrases: Iterable[str]) -> re.Pattern[str]:
     return re.compile("|".join(re.escape(p) for p in sorted(set(phrases), key=len, reverse=True)))
 
 
-REMEMBER_EN: Final = _latin([
-    "remember this", "remember that", "please remember", "remember", "note that", "make a note", "take a note",
+REMEMBER_EN: Final = re.compile(
+    r"^\s*(?:(?:ok|okay|also|and|btw|hey|so)[,\s]+)*(?:please |pls )?remember\b(?!\s+(?:when|if|whether|how|what|where|who|why))"
+    r"|\b(?:you to|please|pls|can you|could you|will you|gotta|need you to) remember\b|" + _latin([
+    "remember this", "remember that", "please remember", "note that", "make a note", "take a note",
     "note this", "don't forget", "do not forget", "keep in mind", "for future reference", "for the record",
-    "save this", "write this down", "jot down", "memorize"])
+    "save this", "write this down", "jot down", "memorize"]).pattern, re.IGNORECASE)
 REMEMBER_ZH: Final = _cjk(["别让我忘", "记住", "记一下", "记下", "记好", "别忘了", "不要忘", "别忘记", "帮我记", "备忘", "记着",
                            "以后要记得", "记得"])
 # what is left of "remember" talk that names no content ("到时候别让我忘了", "remember that, ok?")
@@ -54,7 +56,7 @@ INSTRUCTION_EN: Final = re.compile(
     r"next time)\b", re.IGNORECASE)
 INSTRUCTION_ZH: Final = _cjk(["以后", "每次", "都用", "一律", "统一", "回答我", "回复我", "叫我", "称呼我", "提醒我",
                               "通知我", "下次", "今后", "往后", "默认用", "默认"])
-PREFERENCE_ZH: Final = _cjk([
+PREFERENCE_ZH: Final = _cjk(["一直用", "一直都", "向来",
     "喜欢", "不喜欢", "偏好", "讨厌", "更喜欢", "最爱", "习惯", "宁愿", "倾向", "偏爱", "受不了", "一般都", "总是",
     "从来不", "不爱", "爱吃", "不吃", "想要", "希望你", "以后回答", "以后回复", "请直接", "不要太长", "简短", "先给结论",
     "先说结论", "口味", "喜好"])
@@ -67,13 +69,14 @@ DECISION_EN: Final = _latin([
 DECISION_ZH: Final = _cjk(["那就买", "那就用", "那就选", "那就订", "那就报", "那就定", "就买",
     "决定", "选择", "选了", "改用", "换成", "换到", "采用", "就用", "定了", "打算", "计划", "迁移到", "迁到", "以后用",
     "统一用", "确定用", "确定了", "不用了", "放弃", "改为", "改成", "替换", "换掉", "上线", "方案是", "就这么定"])
-CONSTRAINT_EN: Final = _latin([
+CONSTRAINT_EN: Final = _latin(["seasick", "carsick", "motion sickness", "diabetic", "diabetes", "asthma", "celiac",
+    "gluten", "lactose", "vegan", "vegetarian", "pregnant", "gout",
     "must", "must not", "mustn't", "never", "don't ever", "do not", "don't", "can't", "cannot", "can not",
     "not allowed", "only", "no more than", "at most", "at least", "deadline", "due", "by friday", "by monday",
     "allergic", "allergy", "intolerant", "intolerance", "avoid", "should not", "shouldn't", "need to", "needs to", "required", "requires",
     "limit", "budget", "max", "maximum", "minimum", "forbidden", "no notifications", "not before", "not after",
     "before", "until", "without", "strictly"])
-CONSTRAINT_ZH: Final = _cjk([
+CONSTRAINT_ZH: Final = _cjk(["晕船", "晕车", "晕机", "糖尿病", "高血压", "痛风", "哮喘", "乳糖", "素食", "不了", "不好",
     "必须", "不能", "不要", "别", "禁止", "不允许", "只能", "至少", "最多", "截止", "之前", "过敏", "不耐受", "避免", "不可以",
     "一定要", "务必", "不得", "严禁", "限制", "预算", "上限", "下限", "不超过", "以内", "忌", "不准", "千万别",
     "之后才", "才能"])
@@ -95,14 +98,15 @@ FACT_ZH: Final = _cjk([
     "内存", "硬盘", "有", "养了", "出生", "搬到"])
 NAMING_EN: Final = _latin(["named", "called", "my name is", "his name is", "her name is", "goes by", "nickname"])
 NAMING_ZH: Final = _cjk(["叫", "名字", "名叫", "称呼", "昵称"])
-TIME_EN: Final = _latin([
+TIME_EN: Final = _latin(["christmas", "thanksgiving", "easter", "new year", "new year's", "summer break",
+    "spring break", "holidays",
     "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "mon", "tue", "tues", "wed",
     "thu", "thur", "thurs", "fri", "sat", "sun", "weekdays", "weekends", "weekend", "tomorrow", "next week",
     "next month", "next year", "every day", "daily", "weekly", "monthly", "yearly", "every morning",
     "every night", "january", "february", "march", "april", "may", "june", "july", "august", "september",
     "october", "november", "december", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct",
     "nov", "dec", "quarter", "end of the month", "this week", "this month", "am", "pm"])
-TIME_ZH: Final = _cjk([
+TIME_ZH: Final = _cjk(["春节", "过年", "国庆", "中秋", "端午", "清明", "元旦", "五一", "寒假", "暑假",
     "下周", "下个月", "下个季度", "明天", "后天", "月底", "年底", "周一", "周二", "周三", "周四", "周五", "周六", "周日",
     "周末", "工作日", "星期", "每周", "每天", "每月", "每年", "早上", "晚上", "凌晨", "季度", "号", "点", "月份",
     "上午", "下午"])
@@ -123,7 +127,7 @@ PLEASANTRY_EN: Final = _latin([
     "well", "anyway", "btw", "by the way", "also", "and", "oh well", "for sure", "definitely", "totally",
     "that's it", "that's all", "nothing else", "all good", "noted", "understood", "i see", "ah ok", "oh ok",
     "no thanks", "no thank you", "nah", "meh", "whatever", "not really", "barely", "not now", "maybe later", "not needed", "not yet", "later", "nothing yet", "nothing much", "not much",
-    "tbh", "ngl", "idk", "not bad", "not too bad", "stressed", "so stressed", "frustrated", "overwhelmed",
+    "tbh", "ngl", "idk", "trying that", "i'll try that", "will try that", "not bad", "not too bad", "stressed", "so stressed", "frustrated", "overwhelmed",
     "exhausted", "freaking out", "panicking", "driving me nuts", "i'm dying", "omg", "ugh", "i'll try", "will try", "i'll give it a try", "talk soon", "catch you later"])
 PLEASANTRY_ZH: Final = _cjk([
     "你好", "您好", "嗨", "哈喽", "谢谢", "多谢", "感谢", "好的", "好吧", "好", "嗯嗯", "嗯", "哈哈", "哈", "嘿嘿",
@@ -132,11 +136,11 @@ PLEASANTRY_ZH: Final = _cjk([
     "哦", "噢", "啊", "呀", "呢", "吧", "啦", "嘛", "了", "的", "好滴", "好嘞", "嗯呢", "厉害", "牛", "赞", "666",
     "谢啦", "谢了", "麻烦了", "有劳", "好久不见", "在吗", "在不在", "你呢", "还好", "挺好", "不错", "一样", "哈哈哈",
     "抱歉", "不好意思", "稍等", "等一下", "我看看", "先这样", "就这样", "没了", "就这些", "懂了", "行吧", "先不用",
-    "不用了", "不用", "不需要", "暂时不用", "以后再说", "再说吧", "算了", "不了", "够了", "有道理", "再来找你",
+    "不用了", "不用", "不需要", "暂时不用", "不管了", "以后再说", "再说吧", "算了", "不了", "够了", "有道理", "再来找你",
     "再找你", "回头再聊", "下次再聊", "下次聊", "下次有问题", "下次有事", "改天再", "回头再", "有问题再来找你", "有事再找你", "有问题再来", "有问题再问", "再问你", "焦虑", "郁闷", "头疼", "头大", "抓狂", "心累", "我试试", "试试看"])
 OFFER_EN: Final = re.compile(
     r"^\s*(?:do you want|would you like|want me to|want an?|want the|want some|need an?|need the|need me to|shall i|should i|can i help|let me know|if you want|"
-    r"i can also|i could|feel free|happy to help|glad to help|hope this helps|is there anything|anything else|"
+    r"anything i can|something i can|i can also|i could|feel free|happy to help|glad to help|hope this helps|is there anything|anything else|"
     r"here(?:'s| is) (?:a|an|the|how)|sure[,!]? here)", re.IGNORECASE)
 OFFER_ZH: Final = _cjk(["需要我", "要不要我", "我可以帮", "还有什么", "有什么需要", "希望对你", "希望能帮", "随时告诉",
                         "可以帮你", "我来帮你", "我帮你", "如果你需要", "如果需要的话", "请问还有"])
@@ -159,12 +163,16 @@ ADVICE_EN: Final = re.compile(
 ADVICE_ZH: Final = re.compile(
     r"^\s*(?:(?:那|那么|所以|首先|然后|另外|其次|或者)[，,\s]*)?(?:你可以|你也可以|可以先|可以试试|你可以试试|试试|建议|"
     r"我建议|推荐你|你需要|你得|你要|你先|先把|不妨|最好|记得|如果你|如果想|要是)")
+# an assistant saying what it is about to do ("so I'll initialise one", "我写一个脚本") has not done it yet
+INTENT_EN: Final = re.compile(r"\b(?:i'll|i will|i'm going to|let me|i can|i'd)\s+(?!remember\b)\w+", re.IGNORECASE)
+INTENT_ZH: Final = re.compile(r"^\s*(?:好的?[，,\s]*)?(?:我来|我先|我写一个|我会|我将|我这就|接下来我|下面我|我打算)")
 # small talk an assistant asks ("how's your day?"): an answer to it is not a memory
 SMALL_TALK_EN: Final = _latin([
     "how are you", "how's your day", "how is your day", "how's it going", "how was your", "how are things",
     "what's up", "whats up", "ready for", "managing to", "how can i help", "anything else", "anything in particular",
     "how do you feel", "feeling", "how's the weather", "doing anything fun", "any plans", "good weekend",
-    "sleep well", "how have you been", "another one", "one more", "you ok", "you okay", "what can i do for you", "what brings you",
+    "sleep well", "how have you been", "another one", "one more", "did you make it", "make it home",
+    "get home", "get there okay", "get there ok", "how was the", "how did it go", "how'd it go", "you ok", "you okay", "what can i do for you", "what brings you",
     "long day", "long week", "busy day", "busy week", "burning questions", "other questions", "any questions",
     "anything fun", "any news", "how's life", "what are you up to", "how about you", "and you", "what about you"])
 SMALL_TALK_ZH: Final = _cjk([
@@ -174,8 +182,10 @@ SMALL_TALK_ZH: Final = _cjk([
 QUESTION_END: Final = re.compile(
     r"[?？]\s*$|(?:吗|呢|么|没有|不|行不行|好不好|对不对|是不是|能不能|可不可以|要不要)[。.！!~～]?\s*$")
 # a Chinese question often drops its "？": an interrogative word asks one ("秦始皇是哪一年统一六国的")
-QUESTION_WORD_ZH: Final = re.compile(
-    r"(?<!不知道)(?<!不清楚)(?<!不确定)(?<!不懂)(?<!不管)(?<!无论)(?:什么|啥|怎么|怎样|为什么|为啥|哪|多少|几点|谁|是否|有没有|能否|如何)")
+QUESTION_WORD_ZH: Final = re.compile(r"什么|啥|怎么|怎样|为什么|为啥|哪|多少|几点|谁|是否|有没有|能否|如何")
+# a question word that does not ask: "不知道为什么", "不怎么掉了", "无论哪个"
+NOT_ASKING_ZH: Final = re.compile(
+    r"(?:不知道|不清楚|不确定|不懂|不管|无论|不论|随便|没)(?:为什么|为啥|什么|啥|怎么|怎样|哪|多少|谁|如何)|不怎么")
 QUESTION_START_EN: Final = re.compile(
     r"^\s*(?:what|why|how|when|where|which|who|whose|can you|could you|would you|do you|does|did|is there|are there|"
     r"is it|should|will you|have you|any idea|explain|tell me|help me understand|is|are|was|were|do|can|could|"
@@ -183,7 +193,9 @@ QUESTION_START_EN: Final = re.compile(
     r"|^\s*[\w.+#-]+ (?:or|vs\.?) [\w.+#-]+(?:\s+(?:for|on|in|with)\b.*)?$", re.IGNORECASE)
 # a question in a later clause ("my tomatoes have spots, what's going on")
 QUESTION_CLAUSE_EN: Final = re.compile(
-    r"(?:^|[,;.:]\s*|\b(?:so|and|but)\s+)(?:whats|what's|what is|what are|what should|how do i|how can i|how should i|"
+    r"\b(?:how do i|how can i|how should i|how do we|how can we|what should i|what do i|what can i|where do i|"
+    r"where can i|which one should i)\b"
+    r"|(?:^|[,;.:]\s*|\b(?:so|and|but)\s+)(?:whats|what's|what is|what are|what should|how do i|how can i|how should i|"
     r"why is|why does|why do|any idea|any tips|any ideas|is there a way|should i|can i)\b", re.IGNORECASE)
 # a clause that asks without a question word first ("..., any good youtube channels")
 TRAILING_ASK_EN: Final = re.compile(
@@ -210,7 +222,7 @@ REQUEST_EN: Final = re.compile(
     r"debug|look at|take a look|explain|summari[sz]e|translate|convert|generate|calculate|compute|review|"
     r"rewrite|refactor|set up|setup|install|update|restart|start|schedule|book|order|send|i need you to|"
     r"i want you to|pull|upgrade|downgrade|deploy|build|test|clean up|rename|delete|remove|fetch|download|"
-    r"eli5|bump|compare|plan|suggest|recommend|research|look up|figure out)\b", re.IGNORECASE)
+    r"eli5|bump|back up|backup|compare|plan|suggest|recommend|research|look up|figure out)\b", re.IGNORECASE)
 REQUEST_ZH: Final = re.compile(
     r"^\s*(?:(?:那|那么|好|好的|嗯|另外|还有|然后)[，,\s]*)?(?:请|麻烦|你)?(?:帮我|帮忙|给我|替我|你帮|能不能|可不可以|"
     r"可以帮|开始|看下|看看|查一下|查下|算一下|写一个|写个|生成|翻译|总结|解释|列一下|列出|检查|统计|把|升级|部署|"
@@ -231,11 +243,11 @@ HEDGE_EN: Final = _latin(["maybe", "perhaps", "i guess", "i wonder", "not sure",
                           "cannot connect", "won't start", "doesn't work", "isn't working", "throws", "still not",
                           "same error", "didn't work", "didn't help", "no luck", "here's the error", "error:",
                           "traceback", "stack trace", "not decided", "haven't decided", "undecided", "still deciding", "delayed", "getting an error", "got an error", "i read that", "i heard", "heard that",
-                          "someone told me", "people say", "rumor", "rumour"])
+                          "someone told me", "people say", "no wonder", "that's why", "thats why", "that explains", "rumor", "rumour"])
 HEDGE_ZH: Final = _cjk(["可能", "也许", "大概", "不确定", "或许", "好像", "说不定", "纠结", "在考虑", "犹豫", "要不要",
                         "太卡", "太贵", "太长", "太慢", "太麻烦", "半天", "报错了", "挂了", "太累", "累死", "烦死",
                         "气死", "崩溃", "今天", "连不上", "报错", "打不开", "崩了", "卡住", "超时了", "起不来",
-                        "跑不起来", "用不了", "有点困", "好困", "还是不行", "还没定", "没想好", "没决定", "还没决定", "延误", "再说", "听说", "据说", "有人说", "网上说",
+                        "跑不起来", "用不了", "有点困", "好困", "还是不行", "还没定", "没想好", "没决定", "还没决定", "延误", "再说", "听说", "据说", "有人说", "网上说", "难怪", "原来是", "原来不",
                         "不行啊", "没反应", "没用啊", "不太懂", "没懂", "看不懂", "搞不懂"])
 
 # an error being hit right now ("报 ModuleNotFoundError", "exit code 137")

@@ -51,6 +51,13 @@ def _answered_question(statements: Sequence[Statement], turn: int) -> Statement 
     return before[-1] if before and before[-1].role == "assistant" and before[-1].question else None
 
 
+def _asks_about_the_user(question: str) -> bool:
+    """An assistant's question whose answer may be something about the user: neither an offer nor
+    small talk ("did you make it in okay?")."""
+    return not (cues.OFFER_EN.match(question) or cues.OFFER_ZH.search(question)
+                or cues.SMALL_TALK_EN.search(question) or cues.SMALL_TALK_ZH.search(question))
+
+
 def _user_turn(statements: Sequence[Statement], turn: int) -> tuple[list[Statement], str]:
     """What a user turn contributes: its sentences that are not chatter when one of them is informative
     (a fact often spans the sentences of one message: "CET. standup is 9:45"); or a short answer to
@@ -62,9 +69,8 @@ def _user_turn(statements: Sequence[Statement], turn: int) -> tuple[list[Stateme
     asked = _answered_question(statements, turn)
     answer = [s for s in own if not (s.question or s.transient or s.hedged or s.request)
               and (not s.pleasantry or s.content_words >= 1)]
-    offer = asked is not None and bool(cues.OFFER_EN.match(asked.text) or cues.OFFER_ZH.search(asked.text)
-                                       or cues.SMALL_TALK_EN.search(asked.text) or cues.SMALL_TALK_ZH.search(asked.text))
-    if asked is not None and not offer and answer and sum(len(words(s.text)) for s in answer) <= SHORT_ANSWER_WORDS:
+    if asked is not None and _asks_about_the_user(asked.text) and answer and not cues.QUESTION_START_EN.match(answer[0].text) \
+            and sum(len(words(s.text)) for s in answer) <= SHORT_ANSWER_WORDS:
         return answer, _join([asked.text, *[s.text for s in answer]])
     return [], ""
 

@@ -63,32 +63,34 @@ def _has(pattern_en: re.Pattern[str], pattern_zh: re.Pattern[str], text: str) ->
     return bool(pattern_en.search(text) or pattern_zh.search(text))
 
 
-_CLAUSE: Final = re.compile(r"[，,]\s*")
+_CJK_RANGE: Final = "\u3400-\u4dbf\u4e00-\u9fff"
+# clauses end at commas, and in Chinese chat also at a space between Chinese words ("我儿子5岁 想报个班 学啥好")
+_CLAUSE: Final = re.compile(rf"\s*[，,；;]\s*|(?<=[^\x00-\x7f])\s+(?=[{_CJK_RANGE}])")
+
+
+def _asks_zh(text: str) -> bool:
+    return bool(cues.QUESTION_WORD_ZH.search(cues.NOT_ASKING_ZH.sub("", text)))
 
 
 def _asks(clause: str, zh: bool) -> bool:
     if zh:
-        return bool(cues.QUESTION_WORD_ZH.search(clause))
+        return _asks_zh(clause) or bool(cues.QUESTION_END.search(clause))
     return bool(cues.QUESTION_END.search(clause) or cues.QUESTION_START_EN.match(clause)
                 or cues.QUESTION_CLAUSE_EN.match(clause) or cues.TRAILING_ASK_EN.match(clause))
 
 
-def _without_trailing_question(text: str, zh: bool) -> str:
-    """A sentence that states something and then asks ("现在68kg，目标60kg，有啥建议", "smb from my
-    macbook is slow, any idea why?"): the statement without the question. Unchanged when every
-    clause asks or none does, and (English) when the sentence ends with a full stop."""
+def _without_question_clauses(text: str, zh: bool) -> str:
+    """A sentence that states something and asks ("现在68kg，目标60kg，有啥建议", "个税怎么填啊，我在
+    深圳上班", "smb from my macbook is slow, any idea why?"): the statement without the question.
+    Unchanged when every clause asks or none does, and (English) when the sentence ends with a full
+    stop or its first clause asks (a question's own clauses: "how do I X, given Y?")."""
     if not zh and text.rstrip().endswith((".", "!")):
         return text
-    clauses = _CLAUSE.split(text)
-    keep = len(clauses)
-    while keep > 1 and _asks(clauses[keep - 1], zh):
-        keep -= 1
-    if keep == len(clauses) or _asks(clauses[0], zh):
+    clauses = [c for c in _CLAUSE.split(text) if c]
+    kept = [c for c in clauses if not _asks(c, zh)]
+    if not kept or len(kept) == len(clauses) or (not zh and _asks(clauses[0], zh)):
         return text
-    return ("，" if zh else ", ").join(clauses[:keep]).strip()
-
-
-_CLAUSES: Final = re.compile(r"\s*[，,；;]\s*")
+    return ("，" if zh else ", ").join(kept).strip()
 
 
 def _hedged(text: str) -> bool:
@@ -103,7 +105,7 @@ def _without_passing_clauses(text: str, zh: bool) -> str:
     """A statement with a hedge, a complaint or a remark about the moment in one of its clauses ("我住
     回龙观，每天通勤一个半小时，累死了", "i'm type 1, eating out tonight"): the other clauses, which
     still state something. Unchanged when no clause passes or all do."""
-    clauses = [c for c in _CLAUSES.split(text) if c]
+    clauses = [c for c in _CLAUSE.split(text) if c]
     if len(clauses) < 2:
         return text
     kept = [c for c in clauses if not _passing(c)]
@@ -120,7 +122,7 @@ def _is_question(text: str, zh: bool) -> bool:
     if cues.QUESTION_END.search(text):
         return True
     if zh:
-        return bool(cues.QUESTION_WORD_ZH.search(text)) and not cues.SELF_ZH.search(text)
+        return _asks_zh(text)
     if text.rstrip().endswith((".", "!")):
         return False
     return bool(cues.QUESTION_START_EN.match(text) or cues.QUESTION_CLAUSE_EN.search(text))
@@ -180,7 +182,7 @@ def read_statement(sentence: str, role: str, turn: int, kind: str = "conversatio
     remember = remember_talk and _names_content(sentence)
     text = cues.REMEMBER_PREFIX.sub("", sentence) if remember else sentence
     text = _LEADING_FILLER.sub("", text).strip() or text.strip()
-    text = _without_trailing_question(text, zh)
+    text = _without_question_clauses(text, zh)
     if role == "user":
         text = _without_passing_clauses(text, zh)
     question = _is_question(text, zh)
@@ -193,7 +195,7 @@ def read_statement(sentence: str, role: str, turn: int, kind: str = "conversatio
     score = sum(WEIGHTS[name] * value for name, value in signals(text, category, hedged).items())
     substantial = len(_content_words(text)) >= MIN_CONTENT_WORDS or bool(_NUMBER.search(text) or _IDENTIFIER.search(text))
     if role == "user":
-        informative = (remember and not pleasantry) or (substantial and
+        informative = (remember and not pleasantry and not question) or (substantial and
             score >= USER_THRESHOLD and not question and not pleasantry and not transient
             and (not request or _has(cues.STANDING_EN, cues.STANDING_ZH, text)))
     elif role == "assistant":
@@ -203,7 +205,8 @@ def read_statement(sentence: str, role: str, turn: int, kind: str = "conversatio
         informative = (concrete and reports and score >= threshold
                        and not question and not pleasantry and not transient
                        and not (cues.OFFER_EN.match(text) or cues.OFFER_ZH.search(text))
-                       and not (cues.ADVICE_EN.match(text) or cues.ADVICE_ZH.match(text)))
+                       and not (cues.ADVICE_EN.match(text) or cues.ADVICE_ZH.match(text))
+                       and not (cues.INTENT_EN.search(text) or cues.INTENT_ZH.match(text)))
     else:
         informative = False
     return Statement(turn, role, text, round(score, 3), category, informative, remember, question, pleasantry,

@@ -83,7 +83,7 @@ def test_chinese_questions_without_a_question_mark_are_questions_and_a_trailing_
                   "我现在68kg，目标60kg，有啥建议", "控制热量，多做力量训练。",
                   "我也不知道为什么，反正我每天6点起床", "好的。")
     contents = [c.content for c in distill_by_rules("conversation", "ok", turns).candidates]
-    assert contents == ["我现在68kg，目标60kg", "我也不知道为什么，反正我每天6点起床"], contents
+    assert contents == ["我现在68kg，目标60kg", "反正我每天6点起床"], contents
     # "玩几天" is "a few days", not a question
     assert [c.content for c in distill_by_rules("conversation", "ok", _chat("国庆打算带爸妈去成都玩几天。", "好。")).candidates] \
         == ["国庆打算带爸妈去成都玩几天。"]
@@ -146,3 +146,26 @@ def test_a_hedged_or_passing_clause_is_cut_off_and_the_rest_of_the_statement_kep
     contents = [c.content for c in distill_by_rules("conversation", "ok", turns).candidates]
     assert contents == ["我在北京租房，住回龙观，每天通勤一个半小时到国贸。",
                         "i'm type 1 and need to bolus before meals"], contents
+
+
+def test_chinese_chat_clauses_split_at_spaces_and_a_leading_question_is_cut_off_too():
+    turns = _chat("个税app里专项附加扣除怎么填啊，我在深圳上班，有房贷", "在 app 里选住房贷款利息。",
+                  "我家阳台朝北 基本晒不到太阳 养了龟背竹和绿萝 想养几盆多肉 能活吗", "可以试试虎皮兰。",
+                  "175 86公斤 现在是16:8轻断食 最近不怎么掉了", "平台期很正常。")
+    contents = [c.content for c in distill_by_rules("conversation", "ok", turns).candidates]
+    assert contents == ["我在深圳上班，有房贷", "我家阳台朝北，基本晒不到太阳，养了龟背竹和绿萝，想养几盆多肉",
+                        "175 86公斤 现在是16:8轻断食 最近不怎么掉了"], contents
+
+
+def test_answers_to_small_talk_and_remember_questions_are_not_memories_but_answers_to_real_questions_are():
+    turns = _chat("hi", "Did you make it in okay?", "soaked though.", "What's the container name?", "immich_postgres",
+                  "Email or Telegram?", "telegram", "你能记住东西吗", "可以。", "i never remember when i last went", "OK.")
+    contents = [c.content for c in distill_by_rules("conversation", "ok", turns).candidates]
+    assert contents == ["What's the container name? immich_postgres", "Email or Telegram? telegram"], contents
+
+
+def test_an_assistant_saying_what_it_is_about_to_do_has_not_done_it():
+    turns = [{"role": "user", "content": "back up the nuc to b2"},
+             {"role": "tool", "content": "repository b2:hm-backups:nuc does not exist"},
+             {"role": "assistant", "content": "No repository exists yet at b2:hm-backups:nuc, so I'll initialise one."}]
+    assert distill_by_rules("task", "ok", turns).candidates == []
