@@ -8,10 +8,10 @@ user's words are the better source). Sources follow the speaker: the user's word
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final, Sequence
 
-from commands.distill import cues
+from commands.distill import corrections, cues
 from commands.distill.sentences import is_chinese, words
 from commands.distill.statements import CATEGORY_ORDER, Statement
 
@@ -75,6 +75,15 @@ def _user_turn(statements: Sequence[Statement], turn: int) -> tuple[list[Stateme
     return [], ""
 
 
+def _correct_earlier(out: list[Candidate], content: str) -> None:
+    """The user correcting a value they gave earlier in the episode updates that earlier memory."""
+    mine = [i for i, c in enumerate(out) if c.source == "user_chat"]
+    fixed = corrections.correct([out[i].content for i in mine], content)
+    if fixed is not None:
+        index, text = fixed
+        out[mine[index]] = replace(out[mine[index]], content=text)
+
+
 def extract(statements: Sequence[Statement]) -> list[Candidate]:
     kept_user_words: list[set[str]] = []
     out: list[Candidate] = []
@@ -93,6 +102,7 @@ def extract(statements: Sequence[Statement]) -> list[Candidate]:
             continue
         if role == "user":
             kept_user_words.append(bag)
+            _correct_earlier(out, content)
         category = min((s.category for s in group), key=CATEGORY_ORDER.index)
         out.append(Candidate(content, category, "user_chat" if role == "user" else "agent_inference",
                              (("rule", max(s.score for s in group)),)))

@@ -169,3 +169,21 @@ def test_an_assistant_saying_what_it_is_about_to_do_has_not_done_it():
              {"role": "tool", "content": "repository b2:hm-backups:nuc does not exist"},
              {"role": "assistant", "content": "No repository exists yet at b2:hm-backups:nuc, so I'll initialise one."}]
     assert distill_by_rules("task", "ok", turns).candidates == []
+
+
+def test_a_users_correction_updates_the_value_they_gave_earlier_in_the_episode():
+    turns = _chat("我儿子5岁 想给他报个兴趣班 学啥好", "可以看看乐高或者游泳。",
+                  "哦不对 他上个月刚过完6岁生日 6岁了", "好的。",
+                  "our prod postgres is 14, is it safe to jump to 16 with pg_upgrade", "Usually, yes.",
+                  "hold on, just checked, its actually 13.12 not 14.", "Then upgrade in two steps.")
+    contents = [c.content for c in distill_by_rules("conversation", "ok", turns).candidates]
+    assert contents[0] == "我儿子6岁，想给他报个兴趣班" and contents[2] == "our prod postgres is 13.12", contents
+
+
+@pytest.mark.parametrize("earlier, later", [
+    ("my son is 5 years old", "my daughter is 8 years old"),          # not a correction
+    ("I have 2 GPUs in the box", "sorry, the box has 64 GB of RAM"),   # another kind of value
+])
+def test_new_values_that_correct_nothing_leave_earlier_memories_alone(earlier, later):
+    contents = [c.content for c in distill_by_rules("conversation", "ok", _chat(earlier, "OK.", later, "OK.")).candidates]
+    assert contents[0] == earlier, contents
