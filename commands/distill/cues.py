@@ -166,6 +166,8 @@ ADVICE_ZH: Final = re.compile(
 # an assistant saying what it is about to do ("so I'll initialise one", "我写一个脚本") has not done it yet
 INTENT_EN: Final = re.compile(r"\b(?:i'll|i will|i'm going to|let me|i can|i'd)\s+(?!remember\b)\w+", re.IGNORECASE)
 INTENT_ZH: Final = re.compile(r"^\s*(?:好的?[，,\s]*)?(?:我来|我先|我写一个|我会|我将|我这就|接下来我|下面我|我打算)")
+# a game in the conversation (riddles, jokes, quizzes): answers to its questions are moves, not facts
+GAME: Final = re.compile(r"(?i)\b(?:riddles?|jokes?|quiz|trivia|guessing game|word game|pun)\b|谜语|笑话|脑筋急转弯|猜谜|段子")
 # small talk an assistant asks ("how's your day?"): an answer to it is not a memory
 SMALL_TALK_EN: Final = _latin([
     "how are you", "how's your day", "how is your day", "how's it going", "how was your", "how are things",
@@ -207,10 +209,11 @@ TRANSIENT_EN: Final = _latin([
     "one moment", "hold on", "right now i'm", "i'm tired", "i'm bored", "i'm hungry", "going to bed",
     "heading out", "just woke up", "let me think", "let me check", "give me a sec", "back now", "i'm back",
     "tonight", "for now", "right now", "wrong tab", "never mind", "nvm", "stuck at", "last night", "this morning",
-    "just now", "at the moment", "for hours", "earlier today", "a minute ago", "called earlier", "waking up", "killing time", "still waking", "on my way"])
+    "just now", "at the moment", "for hours", "usage", "% used", "% full", "free space", "disk space", "reclaimable",
+    "unused images", "used space", "earlier today", "a minute ago", "called earlier", "waking up", "killing time", "still waking", "on my way"])
 TRANSIENT_ZH: Final = _cjk(["今晚先", "今天先", "现在先", "现在就", "刚才", "昨晚", "今早", "等下", "算了", "我去吃饭", "去吃饭了", "马上回来", "等我一下", "我先去", "先下了", "困了", "我去睡",
                             "我回来了", "让我想想", "我想想", "我先忙", "等会儿", "待会", "一会儿再", "晚点", "晚些", "回头看",
-                            "分钟后", "马上要", "等会", "刚刚", "一下午了", "一上午了", "一晚上了", "一整天了"])
+                            "分钟后", "马上要", "等会", "刚刚", "可用空间", "剩余空间", "占用率", "使用率", "空间不足", "已经用了", "一下午了", "一上午了", "一晚上了", "一整天了"])
 # "in 5 min", "in a couple of hours": about the next moments
 SOON_EN: Final = re.compile(
     r"\bin (?:\d+|a few|a couple(?: of)?|an?|one|two|five|ten|fifteen|twenty|thirty|half an) ?"
@@ -242,12 +245,12 @@ HEDGE_EN: Final = _latin(["maybe", "perhaps", "i guess", "i wonder", "not sure",
                           "failing", "timing out", "times out", "crashed", "crashing", "can't connect",
                           "cannot connect", "won't start", "doesn't work", "isn't working", "throws", "still not",
                           "same error", "didn't work", "didn't help", "no luck", "here's the error", "error:",
-                          "traceback", "stack trace", "not decided", "haven't decided", "undecided", "still deciding", "delayed", "getting an error", "got an error", "i read that", "i heard", "heard that",
+                          "traceback", "stack trace", "almost out of", "running out of", "out of disk", "out of space", "not decided", "haven't decided", "undecided", "still deciding", "delayed", "getting an error", "got an error", "i read that", "i heard", "heard that",
                           "someone told me", "people say", "no wonder", "that's why", "thats why", "that explains", "rumor", "rumour"])
 HEDGE_ZH: Final = _cjk(["可能", "也许", "大概", "不确定", "或许", "好像", "说不定", "纠结", "在考虑", "犹豫", "要不要",
                         "太卡", "太贵", "太长", "太慢", "太麻烦", "半天", "报错了", "挂了", "太累", "累死", "烦死",
                         "气死", "崩溃", "今天", "连不上", "报错", "打不开", "崩了", "卡住", "超时了", "起不来",
-                        "跑不起来", "用不了", "有点困", "好困", "还是不行", "还没定", "没想好", "没决定", "还没决定", "延误", "再说", "听说", "据说", "有人说", "网上说", "难怪", "原来是", "原来不",
+                        "跑不起来", "用不了", "有点困", "好困", "还是不行", "还没定", "没想好", "没决定", "还没决定", "延误", "再说", "应该还", "好厉害", "越来越", "特别严重", "听说", "据说", "有人说", "网上说", "难怪", "原来是", "原来不",
                         "不行啊", "没反应", "没用啊", "不太懂", "没懂", "看不懂", "搞不懂"])
 
 # an error being hit right now ("报 ModuleNotFoundError", "exit code 137")

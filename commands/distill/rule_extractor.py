@@ -61,7 +61,8 @@ def _asks_about_the_user(question: str) -> bool:
 def _user_turn(statements: Sequence[Statement], turn: int) -> tuple[list[Statement], str]:
     """What a user turn contributes: its sentences that are not chatter when one of them is informative
     (a fact often spans the sentences of one message: "CET. standup is 9:45"); or a short answer to
-    the assistant's question, with the question for context ("Who hosts your DNS? cloudflare")."""
+    the assistant's question, with the question for context ("Who hosts your DNS? cloudflare"), unless
+    the conversation is a game (riddles, jokes, a quiz)."""
     own = [s for s in statements if s.turn == turn]
     kept = [s for s in own if not (s.pleasantry or s.transient or s.hedged) and (not s.question or s.remember)]
     if any(s.informative for s in own):
@@ -69,7 +70,8 @@ def _user_turn(statements: Sequence[Statement], turn: int) -> tuple[list[Stateme
     asked = _answered_question(statements, turn)
     answer = [s for s in own if not (s.question or s.transient or s.hedged or s.request)
               and (not s.pleasantry or s.content_words >= 1)]
-    if asked is not None and _asks_about_the_user(asked.text) and answer and not cues.QUESTION_START_EN.match(answer[0].text) \
+    game = any(cues.GAME.search(s.text) for s in statements if s.turn < turn)
+    if asked is not None and not game and _asks_about_the_user(asked.text) and answer and not cues.QUESTION_START_EN.match(answer[0].text) \
             and sum(len(words(s.text)) for s in answer) <= SHORT_ANSWER_WORDS:
         return answer, _join([asked.text, *[s.text for s in answer]])
     return [], ""
