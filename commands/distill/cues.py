@@ -95,7 +95,7 @@ FACT_EN: Final = _latin([
 FACT_ZH: Final = _cjk([
     "是", "在", "用的是", "版本", "端口", "路径", "地址", "位于", "装了", "配置", "生日", "工作", "住在", "放在",
     "部署", "挂载", "跑在", "运行在", "账号", "密码", "花了", "需要", "耗时", "占用", "大小", "容量", "型号", "显卡",
-    "内存", "硬盘", "有", "养了", "出生", "搬到"])
+    "内存", "硬盘", "有", "养了", "出生", "搬到", "用"])
 NAMING_EN: Final = _latin(["named", "called", "my name is", "his name is", "her name is", "goes by", "nickname"])
 NAMING_ZH: Final = _cjk(["叫", "名字", "名叫", "称呼", "昵称"])
 TIME_EN: Final = _latin(["christmas", "thanksgiving", "easter", "new year", "new year's", "summer break",
@@ -136,7 +136,7 @@ PLEASANTRY_ZH: Final = _cjk([
     "哦", "噢", "啊", "呀", "呢", "吧", "啦", "嘛", "了", "的", "好滴", "好嘞", "嗯呢", "厉害", "牛", "赞", "666",
     "谢啦", "谢了", "麻烦了", "有劳", "好久不见", "在吗", "在不在", "你呢", "还好", "挺好", "不错", "一样", "哈哈哈",
     "抱歉", "不好意思", "稍等", "等一下", "我看看", "先这样", "就这样", "没了", "就这些", "懂了", "行吧", "先不用",
-    "不用了", "不用", "不需要", "暂时不用", "不管了", "以后再说", "再说吧", "算了", "不了", "够了", "有道理", "再来找你",
+    "不用了", "不用", "不需要", "暂时不用", "不管了", "不知道", "随便问问", "随便", "就这样", "挺清楚", "以后再说", "再说吧", "算了", "不了", "够了", "有道理", "再来找你",
     "再找你", "回头再聊", "下次再聊", "下次聊", "下次有问题", "下次有事", "改天再", "回头再", "有问题再来找你", "有事再找你", "有问题再来", "有问题再问", "再问你", "焦虑", "郁闷", "头疼", "头大", "抓狂", "心累", "我试试", "试试看"])
 OFFER_EN: Final = re.compile(
     r"^\s*(?:do you want|would you like|want me to|want an?|want the|want some|need an?|need the|need me to|shall i|should i|can i help|let me know|if you want|"
@@ -164,16 +164,23 @@ ADVICE_ZH: Final = re.compile(
     r"^\s*(?:(?:那|那么|所以|首先|然后|另外|其次|或者)[，,\s]*)?(?:你可以|你也可以|可以先|可以试试|你可以试试|试试|建议|"
     r"我建议|推荐你|你需要|你得|你要|你先|先把|不妨|最好|记得|如果你|如果想|要是)")
 # an assistant saying what it is about to do ("so I'll initialise one", "我写一个脚本") has not done it yet
-INTENT_EN: Final = re.compile(r"\b(?:i'll|i will|i'm going to|let me|i can|i'd)\s+(?!remember\b)\w+", re.IGNORECASE)
-INTENT_ZH: Final = re.compile(r"^\s*(?:好的?[，,\s]*)?(?:我来|我先|我写一个|我会|我将|我这就|接下来我|下面我|我打算)")
+INTENT_EN: Final = re.compile(
+    r"\b(?:i'll|i will|i'm going to|let me|i can|i'd)\s+(?!remember\b)\w+|^\s*(?:checking|looking|running|fetching|"
+    r"connecting|trying|starting|searching|scanning|reading|opening)\b", re.IGNORECASE)
+INTENT_ZH: Final = re.compile(
+    r"^\s*(?:好的?[，,\s]*)?(?:我来|我先|我写一个|我会|我将|我这就|接下来我|下面我|我打算|我看一下|我查一下|我检查一下|"
+    r"我去看|我去查|正在|马上)")
 # a game in the conversation (riddles, jokes, quizzes): answers to its questions are moves, not facts
-GAME: Final = re.compile(r"(?i)\b(?:riddles?|jokes?|quiz|trivia|guessing game|word game|pun)\b|谜语|笑话|脑筋急转弯|猜谜|段子")
+GAME: Final = re.compile(
+    r"(?i)\b(?:riddles?|jokes?|quiz|quiz me|trivia|guessing game|word game|pun|practice|how would you say|"
+    r"role ?play)\b|谜语|笑话|脑筋急转弯|猜谜|段子|考考我|练习一下|角色扮演")
 # small talk an assistant asks ("how's your day?"): an answer to it is not a memory
 SMALL_TALK_EN: Final = _latin([
     "how are you", "how's your day", "how is your day", "how's it going", "how was your", "how are things",
     "what's up", "whats up", "ready for", "managing to", "how can i help", "anything else", "anything in particular",
     "how do you feel", "feeling", "how's the weather", "doing anything fun", "any plans", "good weekend",
-    "sleep well", "how have you been", "another one", "one more", "did you make it", "make it home",
+    "sleep well", "how have you been", "another one", "one more", "on your plate", "on the agenda today",
+    "up to today", "what's new", "did you make it", "make it home",
     "get home", "get there okay", "get there ok", "how was the", "how did it go", "how'd it go", "you ok", "you okay", "what can i do for you", "what brings you",
     "long day", "long week", "busy day", "busy week", "burning questions", "other questions", "any questions",
     "anything fun", "any news", "how's life", "what are you up to", "how about you", "and you", "what about you"])
@@ -184,7 +191,8 @@ SMALL_TALK_ZH: Final = _cjk([
 QUESTION_END: Final = re.compile(
     r"[?？]\s*$|(?:吗|呢|么|没有|不|行不行|好不好|对不对|是不是|能不能|可不可以|要不要)[。.！!~～]?\s*$")
 # a Chinese question often drops its "？": an interrogative word asks one ("秦始皇是哪一年统一六国的")
-QUESTION_WORD_ZH: Final = re.compile(r"什么|啥|怎么|怎样|为什么|为啥|哪|多少|几点|谁|是否|有没有|能否|如何")
+QUESTION_WORD_ZH: Final = re.compile(
+    r"什么|啥|怎么|怎样|为什么|为啥|哪|多少|几点|谁|是否|有没有|能否|如何|是不是|多久|多长时间|多大|多远|多高|要不要|能不能|可不可以")
 # a question word that does not ask: "不知道为什么", "不怎么掉了", "无论哪个"
 NOT_ASKING_ZH: Final = re.compile(
     r"(?:不知道|不清楚|不确定|不懂|不管|无论|不论|随便|没)(?:为什么|为啥|什么|啥|怎么|怎样|哪|多少|谁|如何)|不怎么")
@@ -209,11 +217,11 @@ TRANSIENT_EN: Final = _latin([
     "one moment", "hold on", "right now i'm", "i'm tired", "i'm bored", "i'm hungry", "going to bed",
     "heading out", "just woke up", "let me think", "let me check", "give me a sec", "back now", "i'm back",
     "tonight", "for now", "right now", "wrong tab", "never mind", "nvm", "stuck at", "last night", "this morning",
-    "just now", "at the moment", "for hours", "usage", "% used", "% full", "free space", "disk space", "reclaimable",
+    "just now", "at the moment", "for hours", "going for a", "trying that", "trying this", "trying it", "gonna try", "usage", "% used", "% full", "free space", "disk space", "reclaimable",
     "unused images", "used space", "earlier today", "a minute ago", "called earlier", "waking up", "killing time", "still waking", "on my way"])
 TRANSIENT_ZH: Final = _cjk(["今晚先", "今天先", "现在先", "现在就", "刚才", "昨晚", "今早", "等下", "算了", "我去吃饭", "去吃饭了", "马上回来", "等我一下", "我先去", "先下了", "困了", "我去睡",
                             "我回来了", "让我想想", "我想想", "我先忙", "等会儿", "待会", "一会儿再", "晚点", "晚些", "回头看",
-                            "分钟后", "马上要", "等会", "刚刚", "可用空间", "剩余空间", "占用率", "使用率", "空间不足", "已经用了", "一下午了", "一上午了", "一晚上了", "一整天了"])
+                            "分钟后", "马上要", "等会", "刚刚", "可回收", "我先在", "先试试", "试一下", "可用空间", "剩余空间", "占用率", "使用率", "空间不足", "已经用了", "一下午了", "一上午了", "一晚上了", "一整天了"])
 # "in 5 min", "in a couple of hours": about the next moments
 SOON_EN: Final = re.compile(
     r"\bin (?:\d+|a few|a couple(?: of)?|an?|one|two|five|ten|fifteen|twenty|thirty|half an) ?"
@@ -245,12 +253,14 @@ HEDGE_EN: Final = _latin(["maybe", "perhaps", "i guess", "i wonder", "not sure",
                           "failing", "timing out", "times out", "crashed", "crashing", "can't connect",
                           "cannot connect", "won't start", "doesn't work", "isn't working", "throws", "still not",
                           "same error", "didn't work", "didn't help", "no luck", "here's the error", "error:",
-                          "traceback", "stack trace", "almost out of", "running out of", "out of disk", "out of space", "not decided", "haven't decided", "undecided", "still deciding", "delayed", "getting an error", "got an error", "i read that", "i heard", "heard that",
+                          "traceback", "stack trace", "almost out of", "running out of", "is throwing", "are throwing", "throwing", "suddenly", "super slow",
+                          "really slow", "so laggy", "lagging", "keeps failing", "went down", "is down", "out of disk", "out of space", "not decided", "haven't decided", "undecided", "still deciding", "delayed", "getting an error", "got an error", "i read that", "i heard", "heard that",
                           "someone told me", "people say", "no wonder", "that's why", "thats why", "that explains", "rumor", "rumour"])
 HEDGE_ZH: Final = _cjk(["可能", "也许", "大概", "不确定", "或许", "好像", "说不定", "纠结", "在考虑", "犹豫", "要不要",
                         "太卡", "太贵", "太长", "太慢", "太麻烦", "半天", "报错了", "挂了", "太累", "累死", "烦死",
                         "气死", "崩溃", "今天", "连不上", "报错", "打不开", "崩了", "卡住", "超时了", "起不来",
-                        "跑不起来", "用不了", "有点困", "好困", "还是不行", "还没定", "没想好", "没决定", "还没决定", "延误", "再说", "应该还", "好厉害", "越来越", "特别严重", "听说", "据说", "有人说", "网上说", "难怪", "原来是", "原来不",
+                        "跑不起来", "用不了", "有点困", "好困", "还是不行", "还没定", "没想好", "没决定", "还没决定", "延误", "再说", "应该还", "好厉害", "越来越", "特别严重", "老是卡", "一卡一卡", "特别慢",
+                        "很慢", "好慢", "突然", "告警", "快满了", "满了", "总是记不住", "记不住", "听说", "据说", "有人说", "网上说", "难怪", "原来是", "原来不",
                         "不行啊", "没反应", "没用啊", "不太懂", "没懂", "看不懂", "搞不懂"])
 
 # an error being hit right now ("报 ModuleNotFoundError", "exit code 137")
