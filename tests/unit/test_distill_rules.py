@@ -125,11 +125,11 @@ def test_a_fact_keeps_its_place_when_venting_is_tacked_on():
 
 
 def test_english_statements_keep_their_fact_when_a_question_trails_and_contractions_count_as_facts():
-    turns = _chat("smb transfers from my macbook are super slow, any idea why", "Check SMB signing.",
+    turns = _chat("our office router is a ubiquiti dream machine, any tips for vlans", "Use one network per VLAN.",
                   "i'm on macos with homebrew and the fish shell", "OK.",
                   "she's in assisted living in tucson, i fly down every other month from portland", "That's a lot of travel.")
     contents = [c.content for c in distill_by_rules("conversation", "ok", turns).candidates]
-    assert contents == ["smb transfers from my macbook are super slow", "i'm on macos with homebrew and the fish shell",
+    assert contents == ["our office router is a ubiquiti dream machine", "i'm on macos with homebrew and the fish shell",
                         "she's in assisted living in tucson, i fly down every other month from portland"], contents
     # a relative clause ending in a full stop is not a question
     report = [{"role": "user", "content": "find out why our billing sync gets HTTP 429 errors"},
