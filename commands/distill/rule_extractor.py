@@ -77,13 +77,16 @@ def _user_turn(statements: Sequence[Statement], turn: int) -> tuple[list[Stateme
     return [], ""
 
 
-def _correct_earlier(out: list[Candidate], content: str) -> None:
-    """The user correcting a value they gave earlier in the episode updates that earlier memory."""
+def _correct_earlier(out: list[Candidate], content: str) -> bool:
+    """The user correcting a value they gave earlier in the episode updates that earlier memory.
+    True when the correction says nothing more and so needs no memory of its own."""
     mine = [i for i, c in enumerate(out) if c.source == "user_chat"]
     fixed = corrections.correct([out[i].content for i in mine], content)
-    if fixed is not None:
-        index, text = fixed
-        out[mine[index]] = replace(out[mine[index]], content=text)
+    if fixed is None:
+        return False
+    index, text = fixed
+    out[mine[index]] = replace(out[mine[index]], content=text)
+    return corrections.says_nothing_else(content)
 
 
 def extract(statements: Sequence[Statement]) -> list[Candidate]:
@@ -104,7 +107,8 @@ def extract(statements: Sequence[Statement]) -> list[Candidate]:
             continue
         if role == "user":
             kept_user_words.append(bag)
-            _correct_earlier(out, content)
+            if _correct_earlier(out, content):
+                continue
         category = min((s.category for s in group), key=CATEGORY_ORDER.index)
         out.append(Candidate(content, category, "user_chat" if role == "user" else "agent_inference",
                              (("rule", max(s.score for s in group)),)))

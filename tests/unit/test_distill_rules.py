@@ -187,3 +187,13 @@ def test_a_users_correction_updates_the_value_they_gave_earlier_in_the_episode()
 def test_new_values_that_correct_nothing_leave_earlier_memories_alone(earlier, later):
     contents = [c.content for c in distill_by_rules("conversation", "ok", _chat(earlier, "OK.", later, "OK.")).candidates]
     assert contents[0] == earlier, contents
+
+
+def test_a_correction_of_a_version_or_an_address_updates_it_and_a_bare_correction_leaves_no_memory_of_its_own():
+    turns = _chat("我们线上 Redis 是 5.0 的 想用 ACL 做权限控制可以吗", "6.0 起支持 ACL。",
+                  "不对 刚查了下 线上是6.2 去年升级过了", "那可以直接用。",
+                  "my daughter ava's birthday is march 8, she's turning 7", "Fun!",
+                  "oh wait sorry, its march 18 not 8. typo", "No problem.")
+    contents = [c.content for c in distill_by_rules("conversation", "ok", turns).candidates]
+    assert contents == ["我们线上 Redis 是 6.2 的", "不对 刚查了下 线上是6.2 去年升级过了",
+                        "my daughter ava's birthday is march 18, she's turning 7"], contents
