@@ -13,9 +13,10 @@ from typing import Final, Iterable
 
 
 def _latin(phrases: Iterable[str]) -> re.Pattern[str]:
+    """Whole-word phrases; an apostrophe may be typed curly or left out ("i'm", "i’m", "im")."""
     alts = sorted({p.lower() for p in phrases}, key=len, reverse=True)
-    return re.compile(r"(?<![\w'])(?:" + "|".join(re.escape(a).replace(r"\ ", r"\s+") for a in alts) + r")(?![\w])",
-                      re.IGNORECASE)
+    return re.compile(r"(?<![\w'’])(?:" + "|".join(re.escape(a).replace(r"\ ", r"\s+").replace("'", "['’]?")
+                                                  for a in alts) + r")(?![\w])", re.IGNORECASE)
 
 
 def _cjk(phrases: Iterable[str]) -> re.Pattern[str]:
@@ -43,7 +44,8 @@ REMEMBER_PREFIX: Final = re.compile(
     r"|^\s*(?:另外|还有|对了|顺便)?[，,\s]*(?:请|帮我|麻烦)?(?:记住|记一下|记下|记好|别忘了|不要忘了?|帮我记一下|记着)"
     r"(?:这个|这件事|一下|这点|这条)?[：:，,、\s]*", re.IGNORECASE)
 
-PREFERENCE_EN: Final = _latin([
+PREFERENCE_EN: Final = _latin(["loves", "hates", "likes", "dislikes", "obsessed with", "is into", "i'm into", "are into",
+    "can't stand", "fan of",
     "prefer", "prefers", "preferred", "i like", "i love", "i hate", "i don't like", "i do not like", "i dislike",
     "i can't stand", "i enjoy", "my favorite", "my favourite", "i'd rather", "i would rather", "rather than",
     "i always", "i never", "i usually", "i tend to", "please always", "please never", "i want", "i'd like",
@@ -60,7 +62,8 @@ PREFERENCE_ZH: Final = _cjk(["一直用", "一直都", "向来",
     "喜欢", "不喜欢", "偏好", "讨厌", "更喜欢", "最爱", "习惯", "宁愿", "倾向", "偏爱", "受不了", "一般都", "总是",
     "从来不", "不爱", "爱吃", "不吃", "想要", "希望你", "以后回答", "以后回复", "请直接", "不要太长", "简短", "先给结论",
     "先说结论", "口味", "喜好"])
-DECISION_EN: Final = _latin([
+DECISION_EN: Final = _latin(["i'll use", "i'll go with", "i'm going with", "i'll stick with", "we'll do", "i'll do",
+    "gonna use", "gonna go with", "going to use",
     "decided", "decide", "we'll use", "we will use", "we're using", "we are using", "going with", "go with",
     "went with", "switch to", "switched to", "switching to", "chose", "choose", "picked", "settled on",
     "we'll go", "let's go with", "let's use", "will use", "plan to", "planning to", "migrate to", "migrating to",
