@@ -2,7 +2,7 @@
 `llm:<model>`) are distilled in batches of `batch_size` (10) or once the oldest has waited
 `max_wait_s` (5 minutes), one chat call per batch, counted against the distillation budget
 (`ZHIYI_LLM_DISTILL_DAILY_LIMIT`). When the budget is spent, or the model fails or answers
-nonsense, the batch falls back to the rule-based extractor (the episode's note says why).
+nonsense, the batch falls back to the extractor without an LLM (the episode's note says why).
 
 The queue is the episodes projection itself, so nothing is lost in a crash: a batch whose results
 were not appended is taken again. Each episode's outcome is appended with the idempotency key
@@ -21,6 +21,7 @@ import structlog
 
 from commands.distill import outcome
 from commands.distill.engine import distill_by_rules
+from commands.distill.learned import StatementJudge
 from commands.distill.llm_extractor import BATCH_SIZE, distill_batch_by_llm
 from commands.distill.outcome import EpisodeRef
 from commands.distill.rule_extractor import Candidate
@@ -47,6 +48,7 @@ class DistillBatcher:
     batch_size: int = BATCH_SIZE
     max_wait_s: float = MAX_WAIT_S
     poll_s: float = 5.0
+    judge: StatementJudge | None = None   # the fallback's learned judge (`learned:v1`); None: the rules alone
     _appended: set[str] = field(default_factory=set, init=False, repr=False)   # until the projection shows them
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -80,7 +82,8 @@ class DistillBatcher:
 
     async def _distill(self, rows: list[dict[str, Any]]) -> None:
         turns = [orjson.loads(r["chunks"]) for r in rows]
-        rules = [distill_by_rules(r["kind"], r["status"], t) for r, t in zip(rows, turns)]
+        rules = await asyncio.to_thread(
+            lambda: [distill_by_rules(r["kind"], r["status"], t, self.judge) for r, t in zip(rows, turns)])
         note, extractor = "", rows[0]["extractor"]
         results: list[list[Candidate]]
         try:

@@ -77,8 +77,8 @@ def _replacement(old: tuple[str, str], named_old: set[str], new: Sequence[tuple[
     if not kind:   # a bare number ("Redis 是 5.0" -> "线上是6.2") only where both name the same thing
         bare = {v for v, k in new if not k}
         return bare.pop() if shared_anchor and len(bare) == 1 else None
-    same = {v for v, k in new if k == kind}
-    return same.pop() if len(same) == 1 else None
+    alike = {v for v, k in new if k == kind}
+    return alike.pop() if len(alike) == 1 else None
 
 
 def correct(earlier: Sequence[str], correction: str) -> tuple[int, str] | None:

@@ -110,6 +110,9 @@ def extract(statements: Sequence[Statement]) -> list[Candidate]:
             if _correct_earlier(out, content):
                 continue
         category = min((s.category for s in group), key=CATEGORY_ORDER.index)
-        out.append(Candidate(content, category, "user_chat" if role == "user" else "agent_inference",
-                             (("rule", max(s.score for s in group)),)))
+        scores = [("rule", max(s.score for s in group))]
+        judged = [s.judged for s in group if s.judged is not None]
+        if judged:
+            scores.append(("learned", max(judged)))
+        out.append(Candidate(content, category, "user_chat" if role == "user" else "agent_inference", tuple(scores)))
     return out

@@ -53,6 +53,7 @@ class Statement:
     transient: bool = False    # about the moment ("brb", "tonight I'll...")
     hedged: bool = False       # undecided or venting ("maybe", "纠结", "ugh")
     request: bool = False      # a request for the task at hand ("can you list ...", "帮我看看")
+    judged: float | None = None  # the learned judge's probability that it is memorable (None: rules alone)
 
 
 def _content_words(text: str) -> list[str]:

@@ -3,7 +3,9 @@
 The hard rules run first (`commands.distill.hard_rules`): a skipped episode gets
 `episode.distilled` (skipped, the reason). Otherwise:
 
-- without an LLM (the embedded default) the rule-based extractor decides at once: the episode's
+- without an LLM (the embedded default) the extractor decides at once — the rules with the learned
+  judge (`commands.distill.learned`, `learned:v1`, the default) or the rules alone (`rules:v1`,
+  `ZHIYI_DISTILL_EXTRACTOR=rules`): the episode's
   `episode.distillation_started`, its memories (`memory.committed`, `derived_from` the episode) and
   `episode.distilled` are appended together;
 - with an LLM the episode is queued: `episode.distillation_started` (distill_status `processing`,
@@ -18,6 +20,7 @@ runner's `reaction:<cause>:distill`: a redelivered episode is never distilled tw
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +28,7 @@ import structlog
 
 from commands.distill import outcome
 from commands.distill.engine import asks_to_remember, distill_by_rules
+from commands.distill.learned import StatementJudge
 from commands.distill.llm_extractor import distill_batch_by_llm, extractor_name
 from commands.distill.outcome import EpisodeRef
 from commands.llm import LLMError
@@ -37,6 +41,7 @@ log = structlog.get_logger(__name__)
 @dataclass
 class DistillationPolicy:
     llm: Any = None                   # commands.llm.ChatClient on the distillation budget; None: rules only
+    judge: StatementJudge | None = None   # the learned judge (`learned:v1`) beside the rules; None: `rules:v1`
     name: str = "distill"
     reads: tuple[str, ...] = ()
 
@@ -46,7 +51,8 @@ class DistillationPolicy:
     async def decide(self, event: Event) -> list[Event]:
         d: EpisodeCommitted = event.data
         ref = EpisodeRef(d.episode_id, d.namespace, event.agent)
-        rules = distill_by_rules(d.kind, d.status, d.turns)
+        rules = await asyncio.to_thread(distill_by_rules, d.kind, d.status, d.turns, self.judge) \
+            if self.judge is not None else distill_by_rules(d.kind, d.status, d.turns)
         density = rules.verdict.density
         if rules.verdict.skip:
             log.info("distill.skipped", episode=d.episode_id, ns=d.namespace, reason=rules.verdict.reason)

@@ -61,6 +61,7 @@ def build_settings(args: argparse.Namespace, redis_url: str, *, api_key: str = "
         llm_model=env.llm_model,
         llm_daily_limit=env.llm_daily_limit,
         llm_distill_daily_limit=env.llm_distill_daily_limit,
+        distill_extractor=env.distill_extractor,
         local_rerank=env.local_rerank,
         recall_cache_ttl_s=env.recall_cache_ttl_s,
         forget_capacity=env.forget_capacity,
@@ -288,7 +289,11 @@ def _absolute_paths(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    env = Environment.read()
+    try:
+        env = Environment.read()
+    except ValueError as exc:   # a malformed setting: one readable line, not a traceback
+        print(f"zhiyi: bad environment: {exc}", file=sys.stderr)
+        return 2
     args = parser(env).parse_args(argv)
     args.env = env
     _absolute_paths(args)

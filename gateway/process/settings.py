@@ -15,6 +15,9 @@ from typing import Mapping
 from commands.model import Limits
 
 
+DISTILL_EXTRACTORS = ("learned", "rules")   # ZHIYI_DISTILL_EXTRACTOR without an LLM (commands/distill/)
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     redis_url: str
@@ -41,6 +44,7 @@ class Settings:
     distill_batch_size: int = 10         # LLM distillation: episodes per call (seed 3.1)
     distill_max_wait_s: float = 300.0    # ... or sooner, once the oldest queued episode waited this long
     distill_poll_s: float = 5.0          # how often the distillation queue is looked at
+    distill_extractor: str = "learned"   # ZHIYI_DISTILL_EXTRACTOR: learned (e5 judge + rules) | rules
     local_rerank: bool = False           # ZHIYI_LOCAL_RERANK=1: the e5 re-scorer (slow on small CPUs)
     recall_cache_ttl_s: int = 3600       # recall.cache_ttl_seconds; 0 disables the search cache
     forget_capacity: int = 10_000        # live memories per namespace above which a forget run evicts (LRU)
@@ -56,6 +60,9 @@ class Settings:
     limits: Limits = field(default_factory=Limits)
 
     def __post_init__(self) -> None:
+        if self.distill_extractor not in DISTILL_EXTRACTORS:
+            raise ValueError(f"distill_extractor must be one of {', '.join(DISTILL_EXTRACTORS)}, "
+                             f"not {self.distill_extractor!r}")
         # every path absolute, once: readers build `file:` URIs and children run elsewhere
         object.__setattr__(self, "data_dir", absolute_path(self.data_dir))
         if self.ready_file is not None:
@@ -70,6 +77,14 @@ class Settings:
 def absolute_path(path: str | Path) -> Path:
     """`path` made absolute against the current directory (`~` expanded; symlinks kept)."""
     return Path(os.path.abspath(Path(path).expanduser()))
+
+
+def _choice(name: str, value: str | None, choices: tuple[str, ...]) -> str:
+    """`value` (trimmed, lower-cased) if it is one of `choices`; unset means the first."""
+    value = (value or "").strip().lower() or choices[0]
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(choices)}, not {value!r}")
+    return value
 
 
 def _flag(value: str | None, default: bool = False) -> bool:
@@ -103,6 +118,7 @@ class Environment:
     llm_model: str = "default"
     llm_daily_limit: int = 500               # ZHIYI_LLM_DAILY_LIMIT
     llm_distill_daily_limit: int = 50        # ZHIYI_LLM_DISTILL_DAILY_LIMIT
+    distill_extractor: str = "learned"       # ZHIYI_DISTILL_EXTRACTOR
     local_rerank: bool = False               # ZHIYI_LOCAL_RERANK
     recall_cache_ttl_s: int = 3600           # ZHIYI_RECALL_CACHE_TTL
     forget_capacity: int = 10_000            # ZHIYI_FORGET_CAPACITY
@@ -134,6 +150,7 @@ class Environment:
             llm_model=env.get("LLM_MODEL") or "default",
             llm_daily_limit=int(env.get("ZHIYI_LLM_DAILY_LIMIT", "500")),
             llm_distill_daily_limit=int(env.get("ZHIYI_LLM_DISTILL_DAILY_LIMIT", "50")),
+            distill_extractor=_choice("ZHIYI_DISTILL_EXTRACTOR", env.get("ZHIYI_DISTILL_EXTRACTOR"), DISTILL_EXTRACTORS),
             local_rerank=_flag(env.get("ZHIYI_LOCAL_RERANK")),
             recall_cache_ttl_s=int(env.get("ZHIYI_RECALL_CACHE_TTL", "3600")),
             forget_capacity=int(env.get("ZHIYI_FORGET_CAPACITY", "10000")),

@@ -31,6 +31,7 @@ from commands.evaluation import EvalService
 from commands.handlers import CommandService
 from commands.distill.batcher import DistillBatcher
 from commands.llm import ChatClient
+from commands.distill.learned import StatementJudge, StatementModel
 from commands.reactions.distillation import DistillationPolicy
 from commands.reactions.cascade import CorrectionCascadePolicy
 from commands.reactions.llm_entities import LLMEntityPolicy
@@ -61,6 +62,7 @@ from projections.memories.reader import MemoriesReader
 from projections.models.cached_embedder import CachedEmbedder
 from projections.models.embedding import make_embedder
 from projections.models.embedding_process import ProcessEmbedder
+from projections.models.e5 import E5Encoder
 from projections.models.rerank import Reranker, make_reranker
 from projections.queries.recall.service import RecallService
 from projections.serving.followers import ProjectionFollower
@@ -140,11 +142,24 @@ class Services:
         return child
 
     @cached_property
+    def e5(self) -> E5Encoder:
+        """multilingual-e5-small (bundled), loaded on first use: the local reranker's and the learned
+        distillation judge's model, one copy per process."""
+        return E5Encoder()
+
+    @cached_property
+    def distill_judge(self) -> StatementJudge | None:
+        """The learned judge of distillation (`ZHIYI_DISTILL_EXTRACTOR=learned`, the default); None: rules."""
+        if self.settings.distill_extractor != "learned":
+            return None
+        return StatementJudge(self.e5, StatementModel.load())
+
+    @cached_property
     def reranker(self) -> Reranker | None:
         s = self.settings
         if not (s.rerank_endpoint or s.local_rerank):
             return None
-        reranker = make_reranker(s.rerank_endpoint, s.rerank_api_key, s.rerank_model)
+        reranker = make_reranker(s.rerank_endpoint, s.rerank_api_key, s.rerank_model, encoder=self.e5)
         self._closes(reranker.close, "reranker")
         return reranker
 
@@ -285,7 +300,7 @@ class Services:
         if self.distill_llm is None or not s.run_reactions:
             return None
         return DistillBatcher(self.store, self.episodes, self.distill_llm, self.clock, batch_size=s.distill_batch_size,
-                              max_wait_s=s.distill_max_wait_s, poll_s=s.distill_poll_s)
+                              max_wait_s=s.distill_max_wait_s, poll_s=s.distill_poll_s, judge=self.distill_judge)
 
     @cached_property
     def reactions(self) -> ReactionsRunner | None:
@@ -337,7 +352,7 @@ def reaction_policies(services: Services) -> list[Policy]:
     s = services
     policies: list[Policy] = [QualityNoticePolicy(s.memories, s.counters),
                               PassiveValidatorPolicy(s.recall, s.memories, s.counters),
-                              CorrectionCascadePolicy(s.graph, s.store), DistillationPolicy(s.distill_llm)]
+                              CorrectionCascadePolicy(s.graph, s.store), DistillationPolicy(s.distill_llm, s.distill_judge)]
     if s.llm is not None:
         policies.append(LLMEntityPolicy(s.llm))
     return policies

@@ -14,10 +14,13 @@ the configured provider with :func:`make_reranker` and closes it with ``await re
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 import structlog
+
+if TYPE_CHECKING:
+    from projections.models.e5 import E5Encoder
 
 log = structlog.get_logger(__name__)
 
@@ -53,6 +56,7 @@ def make_reranker(
     timeout_s: float = 10.0,
     retries: int = 2,
     threads: int = 1,
+    encoder: E5Encoder | None = None,
 ) -> Reranker:
     """Build the configured reranker: HTTP when ``endpoint`` is set, else the local one.
 
@@ -67,6 +71,6 @@ def make_reranker(
         reranker = HttpReranker(endpoint, model=model or DEFAULT_HTTP_MODEL, api_key=api_key,
                                 timeout_s=timeout_s, retries=retries)
     else:
-        reranker = LocalReranker(threads=threads)
+        reranker = LocalReranker(threads=threads, encoder=encoder)
     log.info("rerank.configured", model_id=reranker.model_id)
     return reranker

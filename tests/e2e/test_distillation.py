@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from tests.e2e.conftest import assert_error
+from tests.e2e.test_distillation_llm import _distilled
 from tests.e2e.test_feedback import _versions
 
 FACTS = {"kind": "conversation", "turns": [
@@ -44,12 +45,23 @@ async def _graph_rows(api, key, text: str, after: str) -> list[list]:
     return body["rows"]
 
 
-async def test_an_episode_is_distilled_into_memories_linked_to_it(api):
+@pytest.fixture
+def settings_overrides(request) -> dict:
+    return getattr(request, "param", {})
+
+
+@pytest.mark.parametrize("settings_overrides, extractor", [({}, "learned:v1"),
+                                                          ({"distill_extractor": "rules"}, "rules:v1")],
+                         indirect=["settings_overrides"])
+async def test_an_episode_is_distilled_into_memories_linked_to_it(api, extractor):
     key = await api.register("alice")
     done = await _post(api, key, FACTS, episode_id="chat-42")
     last = await api.settle()
     view = await _view(api, key, "chat-42", last)
-    assert view["distill_status"] == "completed" and view["extractor"] == "rules:v1", view
+    assert view["distill_status"] == "completed" and view["extractor"] == extractor, view
+    _, events = await _distilled(api, key, "chat-42")
+    assert len(events) == 2 and all(e.data.extractor == extractor for e in events), events
+    assert all(("learned" in dict(e.data.scores)) == (extractor == "learned:v1") for e in events), events
     assert len(view["distilled_to"]) == 2 and view["distilled_at"] and view["started_at"], view
     contents = []
     for memory_id in view["distilled_to"]:
@@ -78,11 +90,6 @@ async def test_chit_chat_and_failed_tasks_yield_nothing(api):
     assert (chat["distill_status"], chat["reason"], chat["distilled_to"]) == ("skipped", "chit_chat", [])
     assert (task["distill_status"], task["reason"]) == ("skipped", "task_error"), task
     assert await api.count_events("memory.committed") == before
-
-
-@pytest.fixture
-def settings_overrides(request) -> dict:
-    return getattr(request, "param", {})
 
 
 @pytest.mark.parametrize("settings_overrides", [{"run_reactions": False}], indirect=True)

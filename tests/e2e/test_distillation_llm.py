@@ -152,8 +152,8 @@ async def test_a_spent_budget_falls_back_to_rules_but_remember_this_is_never_hel
     await api.settle()
     assert await batcher.run_once() == 2 and chat_server.state["distill"] == [2, 2]  # spent: not called
     view, events = await _distilled(api, key, "z0")
-    assert (view["extractor"], view["reason"], view["distill_status"]) == ("rules:v1", "llm_budget_spent", "completed")
-    assert events and "10.0.0.77" in events[0].data.content and events[0].data.extractor == "rules:v1"
+    assert (view["extractor"], view["reason"], view["distill_status"]) == ("learned:v1", "llm_budget_spent", "completed")
+    assert events and "10.0.0.77" in events[0].data.content and events[0].data.extractor == "learned:v1"
     # "remember this" goes to the model at once, outside the budget
     await _post(api, key, "urgent", _episode("记住这个：我的车牌是 粤B 12345"))
     view, events = await _distilled(api, key, "urgent")
@@ -173,4 +173,4 @@ async def test_a_model_answering_nonsense_falls_back_to_rules(api, chat_server):
     api.clock.advance(ms=360_000)
     assert await api.client.app[DISTILL_BATCHER].run_once() == 1
     view, events = await _distilled(api, key, "n")
-    assert (view["extractor"], view["reason"]) == ("rules:v1", "llm_failed") and "hunter2-2024" in events[0].data.content
+    assert (view["extractor"], view["reason"]) == ("learned:v1", "llm_failed") and "hunter2-2024" in events[0].data.content
