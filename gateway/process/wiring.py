@@ -32,13 +32,7 @@ from commands.handlers import CommandService
 from commands.distill.batcher import DistillBatcher
 from commands.llm import ChatClient
 from commands.distill.learned import StatementJudge, StatementModel
-from commands.reactions.distillation import DistillationPolicy
-from commands.reactions.cascade import CorrectionCascadePolicy
-from commands.reactions.llm_entities import LLMEntityPolicy
-from commands.reactions.policy import Policy
-from commands.reactions.quality import QualityNoticePolicy
 from commands.reactions.runner import ReactionsRunner
-from commands.reactions.validator import PassiveValidatorPolicy
 from commands.scheduler import Scheduler
 from events.clock import Clock, SystemClock
 from events.redis.answer_cache import RecallCache
@@ -49,6 +43,7 @@ from events.redis.store import EventStore
 from gateway.http.audit import SPILL_DIR as AUDIT_SPILL_DIR
 from gateway.http.audit import AuditWriter
 from gateway.http.epoch_guard import EpochGuard
+from gateway.process.policies import reaction_policies
 from gateway.process.queries import Queries, build_queries
 from gateway.process.settings import Settings
 from gateway.process.shutdown import bounded, close_bounded, close_quietly, stop_tasks
@@ -343,19 +338,6 @@ def make_embedding_model(settings: Settings) -> CachedEmbedder:
     s = settings
     return make_embedder(bge_endpoint=s.bge_endpoint, bge_api_key=s.bge_api_key, bge_model=s.bge_model,
                          cache_path=str(s.embedding_cache_path), threads=s.embedding_threads)
-
-
-def reaction_policies(services: Services) -> list[Policy]:
-    """The reaction policies a deployment runs: the quality notice, the passive validator, the
-    correction cascade and distillation (rules, or the LLM's queue), plus the LLM entity extraction
-    when an LLM endpoint is configured."""
-    s = services
-    policies: list[Policy] = [QualityNoticePolicy(s.memories, s.counters),
-                              PassiveValidatorPolicy(s.recall, s.memories, s.counters),
-                              CorrectionCascadePolicy(s.graph, s.store), DistillationPolicy(s.distill_llm, s.distill_judge)]
-    if s.llm is not None:
-        policies.append(LLMEntityPolicy(s.llm))
-    return policies
 
 
 @asynccontextmanager

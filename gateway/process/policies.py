@@ -1,0 +1,29 @@
+"""The reaction policies a deployment runs (the reactions runner's list), built from the services."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from commands.reactions.cascade import CorrectionCascadePolicy
+from commands.reactions.distillation import DistillationPolicy
+from commands.reactions.llm_entities import LLMEntityPolicy
+from commands.reactions.policy import Policy
+from commands.reactions.quality import QualityNoticePolicy
+from commands.reactions.validator import PassiveValidatorPolicy
+
+if TYPE_CHECKING:
+    from gateway.process.wiring import Services
+
+
+def reaction_policies(services: Services) -> list[Policy]:
+    """The reaction policies a deployment runs: the quality notice, the passive validator, the
+    correction cascade and distillation (the rules and the learned judge, or the LLM's queue), plus
+    the LLM entity extraction when an LLM endpoint is configured."""
+    s = services
+    policies: list[Policy] = [QualityNoticePolicy(s.memories, s.counters),
+                              PassiveValidatorPolicy(s.recall, s.memories, s.counters),
+                              CorrectionCascadePolicy(s.graph, s.store),
+                              DistillationPolicy(s.distill_llm, s.distill_judge)]
+    if s.llm is not None:
+        policies.append(LLMEntityPolicy(s.llm))
+    return policies
