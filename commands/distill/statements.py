@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Final, Sequence
+from typing import Any, Callable, Final, Sequence
 
 from commands.distill import cues
 from commands.distill.sentences import is_chinese, split_sentences, words
@@ -80,18 +80,26 @@ def _asks(clause: str, zh: bool) -> bool:
                 or cues.QUESTION_CLAUSE_EN.match(clause) or cues.TRAILING_ASK_EN.match(clause))
 
 
+def _without_clauses(text: str, zh: bool, drop: Callable[[str], bool]) -> str:
+    """`text` without the clauses `drop` picks (its closing full stop kept); unchanged when it picks
+    none or all of them."""
+    clauses = [c for c in _CLAUSE.split(text) if c]
+    kept = [c for c in clauses if not drop(c)]
+    if not kept or len(kept) == len(clauses):
+        return text
+    out = ("，" if zh else ", ").join(kept).strip()
+    end = text.rstrip()[-1]
+    return out + end if end in "。！.!" and out[-1] not in "。！？.!?" else out
+
+
 def _without_question_clauses(text: str, zh: bool) -> str:
     """A sentence that states something and asks ("现在68kg，目标60kg，有啥建议", "个税怎么填啊，我在
     深圳上班", "smb from my macbook is slow, any idea why?"): the statement without the question.
-    Unchanged when every clause asks or none does, and (English) when the sentence ends with a full
-    stop or its first clause asks (a question's own clauses: "how do I X, given Y?")."""
-    if not zh and text.rstrip().endswith((".", "!")):
+    English sentences that end with a full stop or open with a question are left alone (a
+    question's own clauses: "how do I X, given Y?")."""
+    if not zh and (text.rstrip().endswith((".", "!")) or _asks(_CLAUSE.split(text)[0], zh)):
         return text
-    clauses = [c for c in _CLAUSE.split(text) if c]
-    kept = [c for c in clauses if not _asks(c, zh)]
-    if not kept or len(kept) == len(clauses) or (not zh and _asks(clauses[0], zh)):
-        return text
-    return ("，" if zh else ", ").join(kept).strip()
+    return _without_clauses(text, zh, lambda clause: _asks(clause, zh))
 
 
 def _hedged(text: str) -> bool:
@@ -105,16 +113,8 @@ def _passing(clause: str) -> bool:
 def _without_passing_clauses(text: str, zh: bool) -> str:
     """A statement with a hedge, a complaint or a remark about the moment in one of its clauses ("我住
     回龙观，每天通勤一个半小时，累死了", "i'm type 1, eating out tonight"): the other clauses, which
-    still state something. Unchanged when no clause passes or all do."""
-    clauses = [c for c in _CLAUSE.split(text) if c]
-    if len(clauses) < 2:
-        return text
-    kept = [c for c in clauses if not _passing(c)]
-    if not kept or len(kept) == len(clauses):
-        return text
-    out = ("，" if zh else ", ").join(kept)
-    end = text.rstrip()[-1]
-    return out + end if end in "。！？.!?" and out[-1] not in "。！？.!?" else out
+    still state something."""
+    return _without_clauses(text, zh, _passing)
 
 
 def _is_question(text: str, zh: bool) -> bool:
