@@ -19,6 +19,7 @@ EXTRACTOR: Final = "rules:v1"
 RESTATED_OVERLAP: Final = 0.6
 MAX_CONTENT_CHARS: Final = 4000
 SHORT_ANSWER_WORDS: Final = 12
+ANSWER_FLOOR: Final = 0.3     # with the learned judge: its least probability for a short answer to be kept
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +70,7 @@ def _user_turn(statements: Sequence[Statement], turn: int) -> tuple[list[Stateme
         return kept, _join([s.text for s in kept])
     asked = _answered_question(statements, turn)
     answer = [s for s in own if not (s.question or s.transient or s.hedged or s.request)
-              and (not s.pleasantry or s.content_words >= 1)]
+              and (not s.pleasantry or s.content_words >= 1) and (s.judged is None or s.judged >= ANSWER_FLOOR)]
     game = any(cues.GAME.search(s.text) for s in statements if s.turn < turn)
     if asked is not None and not game and _asks_about_the_user(asked.text) and answer and not cues.QUESTION_START_EN.match(answer[0].text) \
             and sum(len(words(s.text)) for s in answer) <= SHORT_ANSWER_WORDS:

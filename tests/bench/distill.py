@@ -11,7 +11,7 @@ each episode of the chosen set and reports, by language:
   of a labelled fact (a fact cut short, not chatter);
 - the hard rules' skips by reason, and the facts lost to a skip.
 
-Usage: .venv/bin/python tests/bench/distill.py [--split heldout|heldout2|heldout3|heldout4|heldout5|dev|all] [--show]
+Usage: .venv/bin/python tests/bench/distill.py [--split heldout|heldout2|...|heldout6|dev|all] [--show]
 Quote the newest held-out set, measured once before anyone reads its errors (README, "Distillation");
 the older ones have been looked at since and are tuning data now, like dev. The LLM path is measured only against a
 real endpoint (LLM_ENDPOINT, LLM_API_KEY, LLM_MODEL): "LLM path: not measured" otherwise.
@@ -24,6 +24,7 @@ import asyncio
 import json
 import os
 import sys
+import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -38,13 +39,15 @@ DATA = Path(__file__).resolve().parent / "data" / "distill"
 
 def load(split: str) -> list[dict]:
     """The episodes of `split`: episodes-{zh,en}.json hold alternating dev/heldout halves; the extra files
-    (written later by other hands, for tuning) are dev only; episodes-heldout2/3/4/5-* are later held-out
+    (written later by other hands, for tuning) are dev only; episodes-heldout2..6-* are later held-out
     sets, each written by a new hand after the one before it had been measured and looked at."""
     out = []
     for lang in ("zh", "en"):
         for name in (f"episodes-{lang}.json", f"episodes-extra-{lang}.json", f"episodes-extra2-{lang}.json",
-                     f"episodes-extra3-{lang}.json", f"episodes-heldout2-{lang}.json", f"episodes-heldout3-{lang}.json",
-                     f"episodes-heldout4-{lang}.json", f"episodes-heldout5-{lang}.json"):
+                     f"episodes-extra3-{lang}.json", f"episodes-extra4-{lang}.json",
+                     f"episodes-extra5-{lang}.json", f"episodes-heldout2-{lang}.json", f"episodes-heldout3-{lang}.json",
+                     f"episodes-heldout4-{lang}.json", f"episodes-heldout5-{lang}.json",
+                     f"episodes-heldout6-{lang}.json"):
             if not (DATA / name).exists():
                 continue
             doc = json.loads((DATA / name).read_text(encoding="utf-8"))
@@ -141,19 +144,22 @@ async def run_llm(episodes: list[dict]) -> tuple[dict[str, list[str]], dict[str,
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--split", choices=("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "dev", "all"),
-                        default="heldout5")
+    parser.add_argument("--split", choices=("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "dev",
+                                                 "all"), default="heldout6")
     parser.add_argument("--show", action="store_true", help="print each episode's missed facts and junk")
     args = parser.parse_args()
     episodes = load(args.split)
     print(f"distillation benchmark: {len(episodes)} episodes ({args.split}), in process (the reaction's own "
           "code; no Redis)")
-    print("\nlearned:v1 (the default: the rules with the learned judge, multilingual-e5-small):")
-    outputs, skips = run_rules(episodes, StatementJudge(E5Encoder(), StatementModel.load()))
-    score(episodes, outputs, skips, args.show)
-    print("\nrules:v1 (ZHIYI_DISTILL_EXTRACTOR=rules: the rules alone, no model):")
-    outputs, skips = run_rules(episodes)
-    score(episodes, outputs, skips, args.show)
+    judge = StatementJudge(E5Encoder(), StatementModel.load())
+    judge.encoder.warm_up()
+    for title, chosen in (("learned:v1 (the default: the rules with the learned judge, multilingual-e5-small)", judge),
+                          ("rules:v1 (ZHIYI_DISTILL_EXTRACTOR=rules: the rules alone, no model)", None)):
+        started = time.perf_counter()
+        outputs, skips = run_rules(episodes, chosen)
+        seconds = time.perf_counter() - started
+        print(f"\n{title}: {seconds / len(episodes) * 1000:.1f} ms per episode on one core")
+        score(episodes, outputs, skips, args.show)
     if os.environ.get("LLM_ENDPOINT"):
         print(f"\nLLM path ({os.environ.get('LLM_MODEL', 'default')} at {os.environ['LLM_ENDPOINT']}):")
         outputs, skips = asyncio.run(run_llm(episodes))

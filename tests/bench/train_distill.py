@@ -5,12 +5,12 @@ rules read it: cleaned text, flags, signals), labelled memorable when it contain
 labelled fact of its episode. Features: the statement's multilingual-e5-small embedding and the
 rules' features (`commands.distill.learned.rule_features`). Model: L2 logistic regression (C=1).
 
-The held-out sets named by --exclude are left out (by default the newest one, heldout5, kept blind
+The held-out sets named by --exclude are left out (by default the newest one, heldout6, kept blind
 for the README's figure). --cv reports, for each hand (each pair of files written by one person),
 the rules and the judge trained on the other hands: recall and junk as tests/bench/distill.py
 counts them. That is the honest estimate for a new hand's data, and where the threshold comes from.
 
-Usage: .venv/bin/python tests/bench/train_distill.py [--cv] [--exclude heldout5 ...] [--threshold 0.7]
+Usage: .venv/bin/python tests/bench/train_distill.py [--cv] [--exclude heldout6 ...] [--threshold 0.7]
 Retrain after changing the rules (statements.py, cues.py): the features are theirs. Needs
 scikit-learn (installed with hdbscan); inference needs only numpy.
 """
@@ -118,7 +118,7 @@ def cross_validate(hands: dict[str, list[dict]], encoder: CachedEncoder, thresho
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--exclude", nargs="*", default=["heldout5"], help="splits left out (blind held-out sets)")
+    parser.add_argument("--exclude", nargs="*", default=["heldout6"], help="splits left out (blind held-out sets)")
     parser.add_argument("--threshold", type=float, default=0.7)
     parser.add_argument("--cv", action="store_true", help="report leave-one-hand-out figures, do not write the model")
     args = parser.parse_args()
