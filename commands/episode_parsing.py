@@ -15,7 +15,7 @@ import orjson
 from commands.errors import InvalidCommand, TooLarge
 from commands.model import CommitEpisode, CommitEpisodes, EpisodeTurn, Limits
 from commands.parsing import (
-    NAMESPACE_RE, _fail, is_text, opaque_id, opt_str, present, require_object, required_list,
+    NAMESPACE_RE, _fail, opaque_id, opt_str, require_object, required_list, required_text,
 )
 
 EPISODE_KINDS = ("conversation", "task")
@@ -57,13 +57,7 @@ def _turn(raw: Any, i: int) -> EpisodeTurn:
         role = opt_str(raw, "role", max_chars=16, choices=TURN_ROLES)
         if role is None:
             raise _fail("role", f"is required (one of {', '.join(TURN_ROLES)})", allowed=list(TURN_ROLES))
-        content = present(raw, "content")
-        if content is None:
-            raise _fail("content", "is required")
-        if not isinstance(content, str):
-            raise _fail("content", "must be a string")
-        if not is_text(content):
-            raise _fail("content", "must not be empty")
+        content = required_text(raw, "content")
         if "\x00" in content:
             raise _fail("content", "must not contain NUL characters")
         at = opt_str(raw, "at", max_chars=MAX_AT_CHARS, default="")

@@ -50,6 +50,18 @@ def is_reserved_agent_id(agent_id: str) -> bool:
     return agent_id in RESERVED_AGENT_IDS or agent_id.startswith(RESERVED_AGENT_PREFIX)
 
 
+def required_text(body: dict[str, Any], field: str) -> str:
+    """A required, non-blank string field."""
+    value = present(body, field)
+    if value is None:
+        raise _fail(field, "is required")
+    if not isinstance(value, str):
+        raise _fail(field, "must be a string")
+    if not is_text(value):
+        raise _fail(field, "must not be empty")
+    return value
+
+
 def present(body: dict[str, Any], field: str) -> Any:
     """The field's value, None when absent; an explicit JSON null is refused (the document has no nulls)."""
     if field not in body:
@@ -243,13 +255,7 @@ def _memory_id(body: dict[str, Any]) -> str:
 
 
 def _content(body: dict[str, Any], limits: Limits) -> str:
-    content = present(body, "content")
-    if content is None:
-        raise _fail("content", "is required")
-    if not isinstance(content, str):
-        raise _fail("content", "must be a string")
-    if not is_text(content):
-        raise _fail("content", "must not be empty")
+    content = required_text(body, "content")
     if len(content) > limits.max_content_chars:
         raise _fail("content", f"must be at most {limits.max_content_chars} characters",
                     limit=limits.max_content_chars, length=len(content))
