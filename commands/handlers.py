@@ -6,12 +6,13 @@ import hashlib
 import secrets
 import uuid
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable, TypeVar
+from typing import Any, Awaitable, Callable, TypeVar
 
 import orjson
 import structlog
 
 from commands.access import Actor
+from commands.conflicts.detector import ConflictDetector, detected_events, new_side, reported
 from commands.decide import (
     Decision, decide_add_synonyms, decide_commit, decide_correct, decide_delete, decide_deprecate, decide_feedback,
     decide_forget, decide_register,
@@ -74,6 +75,7 @@ class Committed:
     version: int
     position: str
     duplicate: bool = False
+    conflicts: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +83,7 @@ class BatchCommitted:
     results: list[tuple[str, str]]  # (memory_id, position)
     position: str
     duplicate: bool = False
+    conflicts: list[list[dict[str, Any]]] = field(default_factory=list)   # per entry
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +125,7 @@ class CommandService:
     limits: Limits = field(default_factory=Limits)
     make_memory_id: Callable[[], str] = new_memory_id
     make_api_key: Callable[[], str] = new_api_key
+    conflicts: ConflictDetector | None = None   # None: commits are not checked for contradictions
     # Registrations are immutable (no key rotation or unregistering yet), so positive lookups are
     # cached in-process; misses are never cached, so a new key works the moment it is appended.
     _agents: dict[str, Actor] = field(default_factory=dict, init=False, repr=False)
@@ -187,12 +191,15 @@ class CommandService:
         if res is None:
             known = await self.store.memory_indexes(cmd.depends_on)
             event = decide_commit(actor, cmd, memory_id, known)
-            blob = orjson.dumps({"memory_id": memory_id, "namespace": event.ns, "version": 1})
-            res = await self._append([event], actor, idem, blob)
+            events, found = await self._with_conflicts([event])
+            blob = orjson.dumps({"memory_id": memory_id, "namespace": event.ns, "version": 1,
+                                 "conflicts": found[0]})
+            res = await self._append(events, actor, idem, blob)
         if res.duplicate:
             orig = orjson.loads(res.result)
-            return Committed(orig["memory_id"], orig["namespace"], orig["version"], res.position, True)
-        return Committed(memory_id, event.ns, 1, res.position)
+            return Committed(orig["memory_id"], orig["namespace"], orig["version"], res.position, True,
+                             orig.get("conflicts", []))
+        return Committed(memory_id, event.ns, 1, res.position, conflicts=found[0])
 
     async def batch_commit(self, actor: Actor, cmd: BatchCommit,
                            idem: IdempotencyRequest | None = None) -> BatchCommitted:
@@ -201,11 +208,26 @@ class CommandService:
         if res is None:
             known = await self.store.memory_indexes(deps)
             ids = [self.make_memory_id() for _ in cmd.entries]
-            events = [decide_commit(actor, entry, mid, known) for entry, mid in zip(cmd.entries, ids)]
-            res = await self._append(events, actor, idem, orjson.dumps({"ids": ids}))
+            commits = [decide_commit(actor, entry, mid, known) for entry, mid in zip(cmd.entries, ids)]
+            events, found = await self._with_conflicts(commits)
+            res = await self._append(events, actor, idem, orjson.dumps({"ids": ids, "conflicts": found}))
         if res.duplicate:
-            ids = orjson.loads(res.result)["ids"]
-        return BatchCommitted(list(zip(ids, res.positions)), res.position, res.duplicate)
+            orig = orjson.loads(res.result)
+            ids, found = orig["ids"], orig.get("conflicts", [[] for _ in orig["ids"]])
+        # the entries' memory.committed come first, their conflict.detected events after them
+        return BatchCommitted(list(zip(ids, res.positions[:len(ids)])), res.position, res.duplicate, found)
+
+    async def _with_conflicts(self, commits: list[Event]) -> tuple[list[Event], list[list[dict[str, Any]]]]:
+        """The commits, then their `conflict.detected` events; and each commit's reported conflicts."""
+        if self.conflicts is None:
+            return commits, [[] for _ in commits]
+        detected: list[Event] = []
+        found_all: list[list[dict[str, Any]]] = []
+        for commit in commits:
+            found = await self.conflicts.conflicts(new_side(commit), commit.data.content, commit.data.namespace)
+            detected += detected_events(commit, found)
+            found_all.append(reported(found))
+        return [*commits, *detected], found_all
 
     async def delete(self, actor: Actor, cmd: DeleteMemory, idem: IdempotencyRequest | None = None) -> Changed:
         return await self._versioned(cmd.memory_id, lambda current: decide_delete(actor, cmd, current), "delete",

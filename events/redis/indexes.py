@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from events.redis import keys
 from events.catalogue import (
     AgentRegistered, EpisodeCommitted, MemoryCommitted, MemoryCorrected, MemoryDeleted, MemoryDeprecated, MemoryForgotten,
-    MemoryMarkedStale, MemoryQualityDropped, MemoryQualityRecovered,
+    MemoryMarkedStale, MemoryMerged, MemoryQualityDropped, MemoryQualityRecovered, MemoryUnmerged,
 )
 from events.envelope import Event
 
@@ -70,6 +70,9 @@ def index_ops(event: Event) -> list[HSet]:
         return [HSet(keys.memory(d.memory_id), {"version": str(d.version), "deleted": "1"})]
     if isinstance(d, (MemoryCorrected, MemoryDeprecated, MemoryMarkedStale)):
         return [HSet(keys.memory(d.memory_id), {"version": str(d.version)})]
+    if isinstance(d, (MemoryMerged, MemoryUnmerged)):  # where a merged memory went, for unmerge
+        into = d.merged_into if isinstance(d, MemoryMerged) else ""
+        return [HSet(keys.memory(d.memory_id), {"version": str(d.version), "merged_into": into})]
     if isinstance(d, (MemoryQualityDropped, MemoryQualityRecovered)):  # the open notice, for the quality policy
         return [HSet(keys.memory(d.memory_id), {"notice": "1" if isinstance(d, MemoryQualityDropped) else "0"})]
     if isinstance(d, EpisodeCommitted):

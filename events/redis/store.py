@@ -78,6 +78,7 @@ class MemoryIndex:
     namespace: str
     agent: str
     deleted: bool
+    merged_into: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -322,8 +323,7 @@ class EventStore:
         h = hash_to_str(await self.redis.hgetall(keys.memory(memory_id)))
         if not h:
             return None
-        return MemoryIndex(memory_id, int(h.get("version", "0")), h.get("ns", ""), h.get("agent", ""),
-                           h.get("deleted") == "1")
+        return _memory_index(memory_id, h)
 
     async def memory_indexes(self, memory_ids: Sequence[str]) -> dict[str, MemoryIndex]:
         if not memory_ids:
@@ -335,8 +335,7 @@ class EventStore:
         for mid, raw in zip(memory_ids, await pipe.execute()):
             h = hash_to_str(raw)
             if h:
-                found[mid] = MemoryIndex(mid, int(h.get("version", "0")), h.get("ns", ""), h.get("agent", ""),
-                                         h.get("deleted") == "1")
+                found[mid] = _memory_index(mid, h)
         return found
 
     async def agent_for_key_hash(self, key_hash: str) -> str | None:
@@ -402,3 +401,8 @@ def reset_message(expected: str | None, found: str | None) -> str:
     return (f"the event log was wiped or replaced (its epoch is {found or 'missing'}, expected {expected or 'none'}): "
             "nothing is read or written until the projections are rebuilt from the current log with "
             "`zhiyi replay --in-place`; agents registered in the lost log must register again")
+
+
+def _memory_index(memory_id: str, h: dict[str, str]) -> MemoryIndex:
+    return MemoryIndex(memory_id, int(h.get("version", "0")), h.get("ns", ""), h.get("agent", ""),
+                       h.get("deleted") == "1", h.get("merged_into", ""))

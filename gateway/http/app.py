@@ -12,7 +12,7 @@ from aiohttp import web
 
 from events.clock import SystemClock
 from gateway.http.appkeys import (
-    ACTIVITY, AUDIT, BACKGROUND, CLOCK, COMMANDS, DISTILL_BATCHER, EMBEDDER, EPISODE_COMMANDS, EPISODES, EPOCH_GUARD,
+    ACTIVITY, AUDIT, BACKGROUND, CLOCK, COMMANDS, CONFLICT_COMMANDS, CONFLICTS, DISTILL_BATCHER, EMBEDDER, EPISODE_COMMANDS, EPISODES, EPOCH_GUARD,
     EVAL, GRAPH, PROJECTORS, QUERIES, REACTIONS,
     READER, RECALL, RECALL_CACHE, RERANKER, RUNNER_TASKS, SCHEDULER, SETTINGS, STOPPING, STORE, SYNONYMS, TOMBSTONES,
     WAITER,
@@ -22,7 +22,7 @@ from gateway.http.epoch_guard import epoch_middleware
 from gateway.http.errors import error_middleware
 from gateway.http.request_schema import unknown_query_middleware
 from gateway.http.handlers import (
-    admin, agents, episodes, evaluation, feedback, graph, memories, recall, synonyms, system, tombstones,
+    admin, agents, conflicts, episodes, evaluation, feedback, graph, memories, recall, synonyms, system, tombstones,
 )
 from gateway.process.wiring import Services, open_services
 from gateway.process.settings import Settings
@@ -56,7 +56,7 @@ def create_app(settings: Settings, *, embedder=None, clock=None) -> web.Applicat
     app[CLOCK] = clock if clock is not None else SystemClock()
     app.cleanup_ctx.append(services)
     for module in (system, agents, memories, episodes, feedback, admin, tombstones, recall, synonyms, evaluation,
-                   graph):
+                   graph, conflicts):
         app.add_routes(module.routes())
     return app
 
@@ -69,6 +69,7 @@ async def services(app: web.Application) -> AsyncIterator[None]:
         app[READER], app[SYNONYMS], app[ACTIVITY], app[GRAPH], app[TOMBSTONES] = \
             s.memories, s.synonyms, s.activity, s.graph, s.tombstones
         app[EPISODES], app[EPISODE_COMMANDS] = s.episodes, s.episode_commands
+        app[CONFLICTS], app[CONFLICT_COMMANDS] = s.conflicts, s.conflict_commands
         app[DISTILL_BATCHER] = s.distill_batcher
         app[COMMANDS], app[RECALL], app[RERANKER], app[RECALL_CACHE], app[QUERIES], app[EVAL] = \
             s.commands, s.recall, s.reranker, s.recall_cache, s.queries, s.eval

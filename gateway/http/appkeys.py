@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from commands.conflicts.service import ConflictCommands
 from commands.distill.batcher import DistillBatcher
 from commands.episodes import EpisodeCommands
 from commands.evaluation import EvalService
@@ -21,6 +22,7 @@ from gateway.http.audit import AuditWriter
 from gateway.process.queries import Queries
 from gateway.process.settings import Settings
 from projections.activity.reader import ActivityReader
+from projections.conflicts.reader import ConflictsReader
 from projections.core.waiter import CheckpointWaiter
 from projections.episodes.reader import EpisodesReader
 from projections.graph.reader import GraphReader
@@ -48,6 +50,8 @@ GRAPH = web.AppKey("graph", GraphReader)
 ACTIVITY = web.AppKey("activity", ActivityReader)
 TOMBSTONES = web.AppKey("tombstones", TombstonesReader)
 EPISODES = web.AppKey("episodes", EpisodesReader)
+CONFLICTS = web.AppKey("conflicts", ConflictsReader)
+CONFLICT_COMMANDS = web.AppKey("conflict_commands", ConflictCommands)
 EPISODE_COMMANDS = web.AppKey("episode_commands", EpisodeCommands)
 DISTILL_BATCHER: web.AppKey[DistillBatcher | None] = web.AppKey("distill_batcher")  # None without an LLM
 EVAL = web.AppKey("eval", EvalService)

@@ -7,7 +7,7 @@ from typing import Any
 from events.vocabulary import CATEGORIES, DECAY_CLASSES, KINDS, TIERS
 from gateway.http import openapi_eval
 from gateway.http import openapi_episodes, openapi_feedback
-from gateway.http import openapi_graph
+from gateway.http import openapi_conflicts, openapi_graph
 from gateway.http.openapi_fields import (
     AFTER, AFTER_HEADER, AFTER_QUERY, AGENT_ACT, AGENT_QUERY, BOOLEAN, CONTENT, IDEMPOTENCY, LIMITS, MEMORY_ID,
     NAMESPACE, NAMESPACES, NAMESPACES_CSV, NEW_AGENT_ID, POSITION, TAGS, VERSION, closed, query, query_int, text,
@@ -66,13 +66,16 @@ SCHEMAS: dict[str, Any] = {
                                         "the memory to the node episode:<namespace>:<id> (DERIVED_FROM)"}},
     "CommitResponse": {"type": "object", "properties": {
         "memory_id": {"type": "string"}, "namespace": {"type": "string"}, "version": {"type": "integer"},
-        "position": POSITION, "duplicate": {"type": "boolean"}}},
+        "position": POSITION, "duplicate": {"type": "boolean"},
+        "conflicts": {"type": "array", "items": openapi_conflicts.CONFLICT_ENTRY,
+                      "description": "stored memories (own namespace and shared) this one contradicts"}}},
     "BatchRequest": closed({
         "entries": {"type": "array", "minItems": 1, "maxItems": LIMITS.max_batch, "items": _ref("BatchEntry")},
         "agent_id": AGENT_ACT}, "entries"),
     "BatchResponse": {"type": "object", "properties": {
         "results": {"type": "array", "items": {"type": "object", "properties": {
-            "memory_id": {"type": "string"}, "position": POSITION}}},
+            "memory_id": {"type": "string"}, "position": POSITION,
+            "conflicts": {"type": "array", "items": openapi_conflicts.CONFLICT_ENTRY}}}},
         "position": POSITION, "duplicate": {"type": "boolean"}}},
     "RecallRequest": closed({
         "query": text(LIMITS.max_query_chars, blank=False),
@@ -223,11 +226,12 @@ def openapi_document() -> dict:
             **openapi_feedback.PATHS,
             **openapi_episodes.PATHS,
             **openapi_graph.PATHS,
+            **openapi_conflicts.PATHS,
         },
         "components": {
             "securitySchemes": {"ApiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"}},
             "schemas": {**SCHEMAS, **openapi_eval.SCHEMAS, **openapi_feedback.SCHEMAS, **openapi_graph.SCHEMAS,
-                        **openapi_episodes.SCHEMAS},
+                        **openapi_episodes.SCHEMAS, **openapi_conflicts.SCHEMAS},
             "responses": {
                 "BadRequest": _error_response("Malformed JSON, wrong types, missing or unknown fields "
                                               "(unknown_field), or admin write without agent_id"),

@@ -88,15 +88,18 @@ SCHEMAS["TickResponse"] = {"type": "object", "properties": {
     "capacity": {"type": "integer"}, "dry_run": {"type": "boolean"},
     "position": {"type": "string", "description": "of the last event appended ('' when none)"}}}
 SCHEMAS["Tombstone"] = {"type": "object", "properties": {
-    "id": {"type": "string", "description": "uuid5 of original_id: one tombstone per memory (the first eviction)"},
+    "id": {"type": "string", "description": "uuid5 of original_id: one tombstone per memory (the first eviction, or "
+                                           "its merge; a restored merge's row is replaced by a later one)"},
     "original_id": {"type": "string", "description": "the evicted memory"},
     "content_snapshot": {"type": "string", "description": "its content at eviction"},
     "namespace": {"type": "string"},
     "reason": {"type": "string", "enum": ["quality_low", "deprecated", "lru", "merged"]},
     "merged_into": {"type": "string", "description": "the target memory when merged, else ''"},
-    "deleted_at": {"type": "string", "format": "date-time", "description": "time of the memory.forgotten event"},
-    "version": {"type": "integer", "description": "the memory's version the eviction made"},
-    "position": POSITION}}
+    "deleted_at": {"type": "string", "format": "date-time",
+                   "description": "time of the memory.forgotten (or memory.merged) event"},
+    "version": {"type": "integer", "description": "the memory's version the eviction, merge or unmerge made"},
+    "position": POSITION,
+    "restored_at": {"type": "string", "description": "time of the memory.unmerged that undid the merge, else ''"}}}
 SCHEMAS["TombstonesResponse"] = {"type": "object", "properties": {
     "tombstones": {"type": "array", "items": _ref("Tombstone"), "description": "newest first (deleted_at, id)"},
     "count": {"type": "integer", "description": "tombstones matching the filters in all (before limit/offset)"},

@@ -46,6 +46,8 @@ class Settings:
     distill_poll_s: float = 5.0          # how often the distillation queue is looked at
     distill_extractor: str = "learned"   # ZHIYI_DISTILL_EXTRACTOR: learned (e5 judge + rules) | rules
     local_rerank: bool = False           # ZHIYI_LOCAL_RERANK=1: the e5 re-scorer (slow on small CPUs)
+    conflict_check: bool = True          # ZHIYI_CONFLICT_CHECK=0: commits are not compared with stored memories
+    merge: bool = False                  # ZHIYI_MERGE=1: the dedup reaction merges duplicates and replacements
     recall_cache_ttl_s: int = 3600       # recall.cache_ttl_seconds; 0 disables the search cache
     forget_capacity: int = 10_000        # live memories per namespace above which a forget run evicts (LRU)
     tick_interval_s: float = 3600.0      # ZHIYI_TICK_INTERVAL_S: scheduler period (time rules, forget run); 0: off
@@ -120,6 +122,8 @@ class Environment:
     llm_distill_daily_limit: int = 50        # ZHIYI_LLM_DISTILL_DAILY_LIMIT
     distill_extractor: str = "learned"       # ZHIYI_DISTILL_EXTRACTOR
     local_rerank: bool = False               # ZHIYI_LOCAL_RERANK
+    conflict_check: bool = True              # ZHIYI_CONFLICT_CHECK
+    merge: bool = False                      # ZHIYI_MERGE (off until its precision is measured >= 0.95)
     recall_cache_ttl_s: int = 3600           # ZHIYI_RECALL_CACHE_TTL
     forget_capacity: int = 10_000            # ZHIYI_FORGET_CAPACITY
     tick_interval_s: float = 3600.0          # ZHIYI_TICK_INTERVAL_S
@@ -152,6 +156,8 @@ class Environment:
             llm_distill_daily_limit=int(env.get("ZHIYI_LLM_DISTILL_DAILY_LIMIT", "50")),
             distill_extractor=_choice("ZHIYI_DISTILL_EXTRACTOR", env.get("ZHIYI_DISTILL_EXTRACTOR"), DISTILL_EXTRACTORS),
             local_rerank=_flag(env.get("ZHIYI_LOCAL_RERANK")),
+            conflict_check=_flag(env.get("ZHIYI_CONFLICT_CHECK"), default=True),
+            merge=_flag(env.get("ZHIYI_MERGE")),
             recall_cache_ttl_s=int(env.get("ZHIYI_RECALL_CACHE_TTL", "3600")),
             forget_capacity=int(env.get("ZHIYI_FORGET_CAPACITY", "10000")),
             tick_interval_s=float(env.get("ZHIYI_TICK_INTERVAL_S", "3600")),

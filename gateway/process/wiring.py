@@ -28,6 +28,8 @@ import structlog
 
 from commands.episodes import EpisodeCommands
 from commands.evaluation import EvalService
+from commands.conflicts.detector import ConflictDetector
+from commands.conflicts.service import ConflictCommands
 from commands.handlers import CommandService
 from commands.distill.batcher import DistillBatcher
 from commands.llm import ChatClient
@@ -63,6 +65,7 @@ from projections.queries.recall.service import RecallService
 from projections.serving.followers import ProjectionFollower
 from projections.serving.prefetch import PrefetchPartners
 from projections.synonyms.reader import SynonymsReader
+from projections.conflicts.reader import ConflictsReader
 from projections.tombstones.reader import TombstonesReader
 
 log = structlog.get_logger(__name__)
@@ -192,6 +195,14 @@ class Services:
         return self._reader(TombstonesReader(projection_dir(self.settings.data_dir, "tombstones")), "tombstones")
 
     @cached_property
+    def conflicts(self) -> ConflictsReader:
+        return self._reader(ConflictsReader(projection_dir(self.settings.data_dir, "conflicts")), "conflicts")
+
+    @cached_property
+    def conflict_commands(self) -> ConflictCommands:
+        return ConflictCommands(self.store, self.conflicts, self.memories)
+
+    @cached_property
     def episodes(self) -> EpisodesReader:
         return self._reader(EpisodesReader(projection_dir(self.settings.data_dir, "episodes")), "episodes")
 
@@ -233,7 +244,8 @@ class Services:
 
     @cached_property
     def commands(self) -> CommandService:
-        return CommandService(self.store, self.settings.limits)
+        detector = ConflictDetector(self.recall) if self.settings.conflict_check else None
+        return CommandService(self.store, self.settings.limits, conflicts=detector)
 
     @cached_property
     def episode_commands(self) -> EpisodeCommands:
@@ -325,7 +337,8 @@ class Services:
         every handle on the old folder; each reader reopens the new one on its next use, the
         followers and the serving index reload."""
         self.commands.forget_agents()  # registrations of a lost log must not authenticate
-        for reader in (self.memories, self.activity, self.graph, self.tombstones, self.synonyms, self.episodes):
+        for reader in (self.memories, self.activity, self.graph, self.tombstones, self.synonyms, self.episodes,
+                       self.conflicts):
             reader.close()
         for follower in self._followers:
             await follower.reset()

@@ -2,7 +2,7 @@
 
 Each projector has its own subdirectory `<root>/projections/<name>`; `root` is the data dir
 for the live projections, or a scratch dir for a rebuild. Add new projectors here (the
-episodes projector is the newest).
+conflicts projector is the newest).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from projections.activity.projector import ActivityProjector
+from projections.conflicts.projector import ConflictsProjector
 from projections.graph.projector import GraphProjector
 from projections.memories.projector import MemoriesProjector
 from projections.core.projector import Projector
@@ -19,7 +20,7 @@ from projections.synonyms.projector import SynonymsProjector
 from projections.tombstones.projector import TombstonesProjector
 
 PROJECTIONS_DIR = "projections"
-NAMES: tuple[str, ...] = ("memories", "synonyms", "activity", "tombstones", "graph", "episodes")
+NAMES: tuple[str, ...] = ("memories", "synonyms", "activity", "tombstones", "graph", "episodes", "conflicts")
 
 
 def projections_root(root: Path) -> Path:
@@ -39,9 +40,10 @@ def make_projectors(data_dir: Path, embedder: Any, *, offline: bool = False) -> 
                                      compact_after_writes=0 if offline else 100)
     graph = GraphProjector(projection_dir(data_dir, "graph"))
     episodes = EpisodesProjector(projection_dir(data_dir, "episodes"), compact_after_writes=0 if offline else 100)
+    conflicts = ConflictsProjector(projection_dir(data_dir, "conflicts"))
     if offline:
         return [MemoriesProjector(projection_dir(data_dir, "memories"), embedder, compact_after_rows=0,
                                   vector_index_min_rows=0, serving_indexes=False), synonyms, activity, tombstones,
-                graph, episodes]
+                graph, episodes, conflicts]
     return [MemoriesProjector(projection_dir(data_dir, "memories"), embedder), synonyms, activity, tombstones, graph,
-            episodes]
+            episodes, conflicts]

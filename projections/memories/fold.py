@@ -25,8 +25,9 @@ import orjson
 from events import positions
 from events.vocabulary import source_trust
 from events.catalogue import (
-    MemoryCommitted, MemoryCorrected, MemoryDeleted, MemoryDeprecated, MemoryDownweighted, MemoryFeedback,
-    MemoryForgotten, MemoryMarkedStale, MemoryQualityDropped, MemoryQualityRecovered, MemoryValidated,
+    ConflictDetected, ConflictResolved, MemoryCommitted, MemoryCorrected, MemoryDeleted, MemoryDeprecated,
+    MemoryDownweighted, MemoryFeedback, MemoryForgotten, MemoryMarkedStale, MemoryMerged, MemoryQualityDropped,
+    MemoryQualityRecovered, MemoryUnmerged, MemoryValidated,
 )
 from events.envelope import Event
 from events.hlc import HLC, iso_from_ms
@@ -42,7 +43,7 @@ __all__ = ["CRDT", "fold", "op_of", "row_of", "stamp_of", "state_of"]
 CRDT = "crdt"
 #: Registers a commit writes, with the row column each one fills.
 COMMIT_FIELDS = ("content", "category", "decay_class", "kind", "namespace", "agent_id", "tier", "source", "tags",
-                 "depends_on", "derived_from", "timestamp")
+                 "depends_on", "derived_from", "extractor", "timestamp")
 #: Registers that have a row column (their values live there; `crdt` keeps only their stamps).
 COLUMN_FIELDS = (*COMMIT_FIELDS, "freshness", "status")
 IMPORTANCE_AT_COMMIT = 1.0
@@ -59,10 +60,15 @@ def stamp_of(event: Event) -> Stamp:
     return (h.wall_ms, h.counter, h.node, event.origin)
 
 
-def op_of(event: Event, state: MemoryState | None) -> Op | None:
-    """The operation `event` applies to its memory (None: nothing to apply)."""
+def op_of(event: Event, state: MemoryState | None, memory_id: str = "") -> Op | None:
+    """The operation `event` applies to memory `memory_id` (default: the event's own memory; a merge
+    or a conflict touches two). None: nothing to apply."""
     d = event.data
     stamp = stamp_of(event)
+    if isinstance(d, (MemoryMerged, MemoryUnmerged, ConflictDetected, ConflictResolved)):
+        if not memory_id:
+            raise ValueError(f"{event.type} touches two memories: name the one to fold")
+        return None if state is None else _pair_op(event, state, memory_id)
     ts = _iso(event.wall_ms)
     if isinstance(d, MemoryCommitted):
         entry = HistoryEntry(stamp, 1, d.content, updated_by=event.agent, source=d.source, trigger="none",
@@ -71,7 +77,7 @@ def op_of(event: Event, state: MemoryState | None) -> Op | None:
             "content": d.content, "category": d.category, "decay_class": d.decay_class, "kind": d.kind,
             "namespace": d.namespace, "agent_id": event.agent, "tier": d.tier, "source": d.source,
             "tags": tuple(d.tags), "depends_on": tuple(d.depends_on), "derived_from": d.derived_from,
-            "timestamp": ts}, entry=entry)
+            "extractor": d.extractor, "timestamp": ts}, entry=entry)
     if state is None:
         return None  # an operation on a memory this projection never saw committed
     if isinstance(d, MemoryCorrected):
@@ -115,12 +121,34 @@ def op_of(event: Event, state: MemoryState | None) -> Op | None:
     return None
 
 
-def fold(row: dict[str, Any] | None, event: Event, model: str) -> dict[str, Any] | None:
-    """The row of `event`'s memory after it (None when the event changes nothing: an unknown
-    memory, a redelivery)."""
-    mid = event.data.memory_id
+def _pair_op(event: Event, state: MemoryState, memory_id: str) -> Op | None:
+    """A merge, unmerge or conflict event's operation on one of its two memories."""
+    d = event.data
+    stamp = stamp_of(event)
+    if isinstance(d, (ConflictDetected, ConflictResolved)):  # one LWW register per conflict: open or not
+        return FieldsSet(stamp, event.position, fields={f"conflict:{d.conflict_id}": isinstance(d, ConflictDetected)})
+    merged = isinstance(d, MemoryMerged)
+    if memory_id == d.memory_id:   # the merged memory: its merged_into register
+        entry = HistoryEntry(stamp, d.version, state.get("content", ""), updated_by=event.agent,
+                             source=state.get("source", ""), trigger="merge" if merged else "unmerge",
+                             reason=(f"merged into {d.merged_into}: {d.reason}" if merged
+                                     else f"unmerged from {d.merged_into}"), kind="merge" if merged else "unmerge")
+        return FieldsSet(stamp, event.position, fields={"merged_into": d.merged_into if merged else ""}, entry=entry)
+    # the survivor keeps the merged memory's provenance (a grow-only history: an unmerge adds a line)
+    entry = HistoryEntry(stamp, state.version, d.content if merged else state.get("content", ""),
+                         updated_by=d.agent if merged else event.agent, source=d.source if merged else "",
+                         trigger="merge" if merged else "unmerge",
+                         reason=f"absorbed {d.memory_id}: {d.reason}" if merged else f"released {d.memory_id}",
+                         kind="absorb" if merged else "release")
+    return FieldsSet(stamp, event.position, fields={}, entry=entry)
+
+
+def fold(row: dict[str, Any] | None, event: Event, model: str, memory_id: str = "") -> dict[str, Any] | None:
+    """The row of memory `memory_id` (default: the event's own memory) after `event` (None when the
+    event changes nothing: an unknown memory, a redelivery)."""
+    mid = memory_id or event.data.memory_id
     state = state_of(row) if row is not None else None
-    op = op_of(event, state)
+    op = op_of(event, state, mid)
     if op is None:
         return None
     new = apply(state or MemoryState(mid), op)
@@ -216,10 +244,14 @@ def row_of(state: MemoryState, previous: dict[str, Any] | None, *, model: str, p
         "volatile_flag": state.volatile,
         "timestamp": state.get("timestamp", ""),
         "last_recalled_at": _iso(state.last_recalled_ms) if state.last_recalled_ms else "",
-        "is_deleted": not state.alive,
+        "is_deleted": not state.alive or bool(state.get("merged_into")),
         "depends_on": orjson.dumps(list(state.get("depends_on", ()))).decode(),
         "derived_from": state.get("derived_from", ""),
-        "status": state.get("status", "active"),
+        "extractor": state.get("extractor", "") or "",
+        "status": "merged" if state.get("merged_into") else state.get("status", "active"),
+        "merged_into": state.get("merged_into", "") or "",
+        "conflicts": sorted(name[9:] for name, reg in state.fields.items()
+                            if name.startswith("conflict:") and reg.value is True),
         "confidence": min(CONFIDENCE_CAP, source_trust(state.get("source", "")) + state.count("validated") / 100),
         "updated_at": _iso(versions[-1].stamp[0]) if versions else state.get("timestamp", ""),
         "quality_notice_at": _iso(notice_ms) if notice_ms else "",

@@ -39,7 +39,7 @@ from projections.core.lance import LanceTable, WriterLock, vectors_from_arrow, v
 from projections.core.lance_projection import LanceProjection
 from projections.memories.fold import fold
 from projections.memories.schema import (
-    FILTER_COLUMNS, SCALAR_COLUMNS, SCHEMA_VERSION, SEARCH_TEXT, TABLE, memories_schema, memory_id_of,
+    FILTER_COLUMNS, SCALAR_COLUMNS, SCHEMA_VERSION, SEARCH_TEXT, TABLE, memories_schema, memory_ids_of, read_scope_of,
 )
 from projections.core.projector import after_checkpoint, last_position
 from projections.text.lexical import FTS_CONFIG
@@ -117,11 +117,9 @@ class MemoriesProjector(LanceProjection):
                 del self._memo[k]
 
     def read_scope(self, event: Event) -> str | None:
-        """Changes to a memory (commit, correction, deprecation, feedback, forgetting, deletion) change
-        reads of its namespace; `recall.served` (which only counts) never does."""
-        if memory_id_of(event) is None:
-            return None
-        return getattr(event.data, "namespace", None) or event.ns
+        """Changes to a memory (commit, correction, deprecation, feedback, forgetting, deletion, a merge,
+        a conflict) change reads of its namespace(s); `recall.served` (which only counts) never does."""
+        return read_scope_of(event)
 
     async def apply(self, events: list[Event]) -> None:
         if not events:
@@ -132,7 +130,7 @@ class MemoriesProjector(LanceProjection):
         if not fresh:
             return
         started = time.perf_counter()
-        folded = [e for e in fresh if memory_id_of(e) is not None]
+        folded = [e for e in fresh if memory_ids_of(e)]
         rows, upsert = await self._fold(folded) if folded else ([], False)
         if rows:
             await self._embed_missing(rows)
@@ -151,18 +149,17 @@ class MemoriesProjector(LanceProjection):
 
     async def _fold(self, events: list[Event]) -> tuple[list[Row], bool]:
         """Fold in memory; returns (changed rows, whether any of them already exists in the table)."""
-        ids = list(dict.fromkeys(memory_id_of(e) for e in events))
-        existing = await self._fetch(ids)  # type: ignore[arg-type]
+        ids = list(dict.fromkeys(mid for e in events for mid in memory_ids_of(e)))
+        existing = await self._fetch(ids)
         work: dict[str, Row] = dict(existing)
         changed: dict[str, None] = {}
         for e in events:
-            mid = memory_id_of(e)
-            assert mid is not None
-            row = fold(work.get(mid), e, self.embedder.model_id)
-            if row is None:  # redelivered (at or before the row's high-water), or an unknown memory
-                continue
-            work[mid] = row
-            changed[mid] = None
+            for mid in memory_ids_of(e):
+                row = fold(work.get(mid), e, self.embedder.model_id, mid)
+                if row is None:  # redelivered (at or before the row's high-water), or an unknown memory
+                    continue
+                work[mid] = row
+                changed[mid] = None
         rows = [work[m] for m in changed]
         return rows, any(m in existing for m in changed)
 

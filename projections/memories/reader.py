@@ -32,7 +32,7 @@ SEARCH_COLUMNS = [c for c in SCALAR_COLUMNS if c not in ("version_history", SEAR
 # What a recall result shows: fetching fewer columns per candidate halves the cost of `arows`.
 RESULT_COLUMNS = ["id", "content", "namespace", "category", "tags", "source", "version", "timestamp", "freshness",
                   "volatile_flag", "tier", "decay_class", "importance", "quality_score", "confidence", "updated_at",
-                  "status", "quality_notice_at"]
+                  "status", "quality_notice_at", "conflicts", "agent_id", "extractor"]
 MAX_LIMIT = 1000
 
 

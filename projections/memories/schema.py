@@ -10,15 +10,18 @@ from __future__ import annotations
 import pyarrow as pa
 
 from events.catalogue import (
-    MemoryCommitted, MemoryCorrected, MemoryDeleted, MemoryDeprecated, MemoryDownweighted, MemoryFeedback,
-    MemoryForgotten, MemoryMarkedStale, MemoryQualityDropped, MemoryQualityRecovered, MemoryValidated,
+    ConflictDetected, ConflictResolved, MemoryCommitted, MemoryCorrected, MemoryDeleted, MemoryDeprecated,
+    MemoryDownweighted, MemoryFeedback, MemoryForgotten, MemoryMarkedStale, MemoryMerged, MemoryQualityDropped,
+    MemoryQualityRecovered, MemoryUnmerged, MemoryValidated,
 )
 from events.envelope import Event
 
 # 2: search_text (lexical index input); 3: crdt (the CRDT record's bookkeeping);
 # 4: confidence, updated_at, quality_notice_at (derived scores, quality deadline);
 # 5: feedback as one LWW vote per agent (crdt "v"; useful/not_useful counts and quality derived from it)
-SCHEMA_VERSION = 5
+# 6: merged_into (seed 2.2; an LWW register, "" when live), conflicts (the open conflicts it is in) and
+#    extractor (who distilled it; "" for an agent's commit)
+SCHEMA_VERSION = 6
 TABLE = "memories"
 SEARCH_TEXT = "search_text"  # projections.text.lexical.index_text(content), under a BM25 full-text index
 FILTER_COLUMNS = ("namespace", "is_deleted")  # every recall prefilters on these: Bitmap-indexed
@@ -53,8 +56,11 @@ def memories_schema(dim: int) -> pa.Schema:
         ("is_deleted", pa.bool_()),
         ("depends_on", pa.string()),
         ("derived_from", pa.string()),
+        ("extractor", pa.string()),     # the distillation extractor that wrote it, "" for an agent's commit
         ("position", pa.string()),
-        ("status", pa.string()),   # active | deprecated
+        ("status", pa.string()),   # active | deprecated | merged
+        ("merged_into", pa.string()),   # the survivor this memory was merged into (seed 6.2), "" when live
+        ("conflicts", pa.list_(pa.string())),   # ids of the open conflicts this memory is in (seed 3.3.2)
         ("confidence", pa.float32()),   # source trust + PassiveValidator gains, <= 1.0
         ("updated_at", pa.string()),    # ISO time of the latest content version (commit/correction)
         ("quality_notice_at", pa.string()),  # ISO time of the open quality.dropped notice, or ""
@@ -70,9 +76,27 @@ MEMORY_EVENTS = (MemoryCommitted, MemoryDeleted, MemoryCorrected, MemoryDeprecat
                  MemoryMarkedStale, MemoryQualityDropped, MemoryQualityRecovered, MemoryDownweighted, MemoryValidated)
 
 
-def memory_id_of(event: Event) -> str | None:
-    """The memory a folded event touches; None for types this projection does not fold."""
-    if isinstance(event.data, MEMORY_EVENTS):
-        return event.data.memory_id
+def memory_ids_of(event: Event) -> tuple[str, ...]:
+    """The memories a folded event touches (a merge: the merged one and its survivor; a conflict:
+    its two memories); () for types this projection does not fold."""
+    d = event.data
+    if isinstance(d, MEMORY_EVENTS):
+        return (d.memory_id,)
+    if isinstance(d, (MemoryMerged, MemoryUnmerged)):
+        return (d.memory_id, d.merged_into)
+    if isinstance(d, (ConflictDetected, ConflictResolved)):
+        return tuple(dict.fromkeys(d.memory_ids))[:2]
+    return ()
+
+
+def read_scope_of(event: Event) -> str | None:
+    """The namespace whose reads the event changes ("*" when it spans two), None for none."""
+    d = event.data
+    if isinstance(d, MEMORY_EVENTS):
+        return getattr(d, "namespace", None) or event.ns
+    if isinstance(d, (MemoryMerged, MemoryUnmerged)):
+        return d.namespace if d.namespace == d.survivor_namespace else "*"
+    if isinstance(d, (ConflictDetected, ConflictResolved)):
+        return "*"   # its memories may lie in two namespaces (one of them `shared`)
     return None
 

@@ -43,7 +43,8 @@ from projections.serving.dense import IvfParams
 
 log = structlog.get_logger(__name__)
 
-LOAD_COLUMNS = [*RESULT_COLUMNS, SEARCH_TEXT, "vector", "is_deleted", "position", "agent_id", "derived_from"]
+LOAD_COLUMNS = list(dict.fromkeys([*RESULT_COLUMNS, SEARCH_TEXT, "vector", "is_deleted", "position", "agent_id",
+                                   "derived_from"]))
 
 
 @dataclass(slots=True)

@@ -19,7 +19,7 @@ from projections.core.lance import sql_in, sql_quote
 from projections.core.lance_reader import TableReader
 
 TABLE = "tombstones"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2   # 2: restored_at (a merge undone)
 REASONS = ("quality_low", "deprecated", "lru", "merged")
 SCHEMA = pa.schema([
     ("id", pa.string()),                # uuid5 of original_id: one tombstone per memory
@@ -30,7 +30,8 @@ SCHEMA = pa.schema([
     ("merged_into", pa.string()),       # the target memory when merged, else ""
     ("deleted_at", pa.string()),        # ISO 8601 (UTC) of the memory.forgotten event
     ("version", pa.int32()),            # the memory's version the eviction made
-    ("position", pa.string()),          # of the memory.forgotten event
+    ("position", pa.string()),          # of the last event that changed the row
+    ("restored_at", pa.string()),       # ISO 8601 of the memory.unmerged that undid a merge, else ""
 ])
 COLUMNS: list[str] = list(SCHEMA.names)
 MAX_LIMIT = 1000

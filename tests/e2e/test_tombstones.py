@@ -29,7 +29,7 @@ async def test_a_forget_run_leaves_tombstones(api):
     assert body["count"] == 1 and positions.reached(body["position"], run["position"]) and len(body["tombstones"]) == 1
     stone = body["tombstones"][0]
     assert set(stone) == {"id", "original_id", "content_snapshot", "namespace", "reason", "merged_into",
-                          "deleted_at", "version", "position"}
+                          "deleted_at", "version", "position", "restored_at"}
     assert (stone["original_id"], stone["reason"], stone["namespace"]) == (old, "deprecated", "alice-main")
     assert stone["content_snapshot"] == "the build server is jenkins.example.org"
     assert stone["merged_into"] == "" and stone["position"] == run["position"] and stone["version"] == 3

@@ -61,7 +61,8 @@ async def test_forgotten_events_fold_into_one_row_each(store, tmp_path: Path) ->
     m1 = by_mem["m1"]
     assert m1 == {"id": tombstone_id("m1"), "original_id": "m1", "content_snapshot": "old VPN note",
                   "namespace": "alice-main", "reason": "deprecated", "merged_into": "", "version": 3,
-                  "deleted_at": iso_from_ms(HLC.parse(evs[1].hlc).wall_ms), "position": evs[1].position}
+                  "deleted_at": iso_from_ms(HLC.parse(evs[1].hlc).wall_ms), "position": evs[1].position,
+                  "restored_at": ""}
     assert by_mem["m2"]["merged_into"] == "m9" and by_mem["m2"]["namespace"] == "shared"
     # newest first (deleted_at desc, then id); filters combine
     assert [r["deleted_at"] for r in rows] == sorted((r["deleted_at"] for r in rows), reverse=True)

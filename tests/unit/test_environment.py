@@ -36,3 +36,12 @@ def test_settings_are_built_from_the_environment_and_the_arguments():
     assert settings.run_reactions is False and settings.redis_url == "redis://x:1/0"
     assert (settings.llm_daily_limit, settings.llm_distill_daily_limit) == (40, 7)   # two budgets
     assert Environment.read({}).llm_distill_daily_limit == 50                         # seed 3.1's default
+
+
+def test_the_conflict_check_is_on_and_merging_off_unless_set():
+    assert Environment.read({}).conflict_check is True and Environment.read({}).merge is False
+    env = Environment.read({"ZHIYI_CONFLICT_CHECK": "0", "ZHIYI_MERGE": "1"})
+    args = parser(env).parse_args(["tick"])
+    args.env = env
+    settings = build_settings(args, "redis://x:1/0")
+    assert settings.conflict_check is False and settings.merge is True

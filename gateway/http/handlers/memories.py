@@ -16,7 +16,7 @@ async def commit(request: web.Request) -> web.Response:
     idem = idempotency(request, raw, "commit")
     done = await request.app[COMMANDS].commit(actor, cmd, idem)
     return json_response({"memory_id": done.memory_id, "namespace": done.namespace, "version": done.version,
-                          "position": done.position, "duplicate": done.duplicate},
+                          "position": done.position, "duplicate": done.duplicate, "conflicts": done.conflicts},
                          status=200 if done.duplicate else 201)
 
 
@@ -26,7 +26,8 @@ async def batch_commit(request: web.Request) -> web.Response:
     actor = await acting_agent(request, body)
     idem = idempotency(request, raw, "batch-commit")
     done = await request.app[COMMANDS].batch_commit(actor, cmd, idem)
-    return json_response({"results": [{"memory_id": mid, "position": pos} for mid, pos in done.results],
+    return json_response({"results": [{"memory_id": mid, "position": pos, "conflicts": found}
+                                      for (mid, pos), found in zip(done.results, done.conflicts)],
                           "position": done.position, "duplicate": done.duplicate},
                          status=200 if done.duplicate else 201)
 

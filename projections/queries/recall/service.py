@@ -130,6 +130,9 @@ class Candidate:
             warnings.append("low_quality: agents found it unhelpful; needs review")
         if r.get("status") == "deprecated":
             warnings.append("deprecated: marked outdated; the next forget run removes it")
+        if r.get("conflicts"):
+            warnings.append(f"conflict: contradicted by another memory (conflict {', '.join(r['conflicts'])}); "
+                            "see GET /api/v1/conflicts")
         return RecallHit(memory_id=r["id"], content=r["content"], score=float(self.score), namespace=r["namespace"],
                          category=r["category"], tags=list(r.get("tags") or []), source=r.get("source", ""),
                          version=int(r.get("version", 1)), timestamp=r.get("timestamp", ""),
@@ -202,6 +205,35 @@ class RecallService:
         if self.graph is not None and chosen and len(chosen) < min(GRAPH_EXPAND_BELOW, req.top_k):
             chosen += await self._expand(source, req, chosen)
         return [c.hit() for c in chosen[: req.top_k]]
+
+    async def neighbours(self, text: str, namespaces: list[str], limit: int) -> list[tuple[dict[str, Any], float]]:
+        """The stored memories nearest `text`: the dense and the lexical top `limit` (no rerank, no
+        standing), each row (RESULT_COLUMNS) with its cosine to `text`. What a new memory is compared
+        with (`commands.conflicts`)."""
+        req = RecallRequest(query=text, namespaces=namespaces, top_k=limit, diversity=0.0, context=0.0).validated()
+        if not req.namespaces:
+            return []
+        source = await self._source()
+        lexical = asyncio.ensure_future(self._lexical(source, req, req.namespaces))
+        try:
+            vector = await self.queries.vector(text)
+        except BaseException:
+            lexical.cancel()
+            raise
+        dense = await source.adense(vector, req.namespaces, limit)
+        ids = list(dict.fromkeys([mid for mid, _ in dense] + [mid for mid, _ in (await lexical)[:limit]]))
+        rows = await source.arows(ids, vectors=True)
+        out = []
+        for mid in ids:
+            row = rows.get(mid)
+            if row is not None:
+                vec = row.pop("vector")
+                out.append((row, float(np.clip(vec @ vector, -1.0, 1.0))))
+        return out
+
+    async def rows(self, ids: list[str]) -> dict[str, dict[str, Any]]:
+        """The live memories' rows (RESULT_COLUMNS) of `ids`, from the serving index or LanceDB."""
+        return await (await self._source()).arows(ids)
 
     async def _expand(self, source: Any, req: RecallRequest, chosen: list[Candidate]) -> list[Candidate]:
         """One hop through the knowledge graph from the hits (plan E1)."""

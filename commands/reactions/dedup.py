@@ -1,0 +1,74 @@
+"""Dedup policy (seed 6.2): one fact, one memory.
+
+On each `memory.committed`, once the memories projection has it, the memories nearest the new one
+in its own namespace are compared with it (`commands.conflicts`):
+
+- the same fact again (a **duplicate**) -> the new memory is merged into the stored one, which
+  keeps its id, history and standing and gains the new one's provenance;
+- an **update** (a replacement: an update cue, or the same agent and source with another value)
+  -> the stored memory is merged into the new one.
+
+A merge is `memory.merged` (an LWW `merged_into` register on the merged memory, which leaves recall
+and gets a tombstone row with reason `merged`); `POST /api/v1/admin/unmerge` undoes it. Only
+memories of the same namespace are merged, at most one per commit (the closest).
+
+By default distilled memories merge at cosine >= `compare.DUPLICATE_COSINE`; a pair of direct
+commits only at :data:`DIRECT_DUPLICATE_COSINE` (stricter: an agent that commits two close facts
+usually means both — several ports, several GPUs). Replacements need cosine >=
+:data:`REPLACEMENT_COSINE`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+from commands.conflicts.compare import DUPLICATE, REPLACEMENT, Side, Verdict
+from commands.conflicts.detector import ConflictDetector, Found, new_side
+from events.catalogue import MemoryCommitted, MemoryMerged, new_event
+from events.envelope import Event
+
+DIRECT_DUPLICATE_COSINE: Final = 0.93
+REPLACEMENT_COSINE: Final = 0.6
+
+
+def mergeable(new: Side, found: Found) -> bool:
+    """Is this verdict strong enough to merge (the scope and thresholds above)?"""
+    v: Verdict = found.verdict
+    if v.relation == DUPLICATE:
+        return bool(new.distilled or found.old_distilled) or v.cosine >= DIRECT_DUPLICATE_COSINE
+    return v.relation == REPLACEMENT and v.cosine >= REPLACEMENT_COSINE
+
+
+@dataclass
+class DedupPolicy:
+    recall: Any                      # projections.queries.recall.service.RecallService
+    store: Any                       # events.redis.store.EventStore (the write-side index: versions)
+    name: str = "dedup"
+    reads: tuple[str, ...] = ("memories",)
+
+    def wants(self, event: Event) -> bool:
+        return isinstance(event.data, MemoryCommitted) and bool(event.data.content.strip())
+
+    async def decide(self, event: Event) -> list[Event]:
+        d: MemoryCommitted = event.data
+        new = new_side(event)
+        found = await ConflictDetector(self.recall).related(new, d.content, d.namespace)
+        best = next((f for f in found if f.namespace == d.namespace and mergeable(new, f)), None)
+        if best is None:
+            return []
+        duplicate = best.verdict.relation == DUPLICATE
+        loser, survivor = (d.memory_id, best.memory_id) if duplicate else (best.memory_id, d.memory_id)
+        index = await self.store.memory_indexes([loser, survivor])
+        li, si = index.get(loser), index.get(survivor)
+        if li is None or si is None or li.deleted or si.deleted or li.merged_into or si.merged_into:
+            return []
+        rows = await self.recall.rows([loser])
+        row = rows.get(loser)
+        if row is None:
+            return []
+        return [new_event(MemoryMerged(loser, li.namespace, li.version + 1, survivor, si.namespace,
+                                       reason="duplicate" if duplicate else "replaced", content=row["content"],
+                                       agent=row.get("agent_id", ""), source=row.get("source", ""),
+                                       cosine=round(best.verdict.cosine, 6), overlap=round(best.verdict.overlap, 6)),
+                          ns=li.namespace, agent="system", by="reaction")]

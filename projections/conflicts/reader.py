@@ -1,0 +1,83 @@
+"""Read side of the conflicts projection (`projections.conflicts.projector`, SQLite `conflicts.db`).
+
+`ConflictsReader.page` lists the conflicts whose two memories both lie in namespaces the caller may
+read, newest first; `get` reads one. A missing database reads as no conflicts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, ClassVar
+
+from projections.core.errors import InvalidQuery
+from projections.core.sqlite_reader import SqliteReader
+
+DB_FILE = "conflicts.db"
+COLUMNS = ("conflict_id", "namespace", "memory_a", "memory_b", "namespace_a", "namespace_b", "kind", "confidence",
+           "evidence", "detected_at", "agent", "position", "status", "strategy", "rule", "winner", "loser",
+           "resolved_at", "resolved_by")
+STATUSES = ("open", "resolved", "all")
+MAX_LIMIT = 1000
+
+
+def shaped(row: tuple) -> dict[str, Any]:
+    r = dict(zip(COLUMNS, row))
+    return {"conflict_id": r["conflict_id"], "kind": r["kind"], "confidence": r["confidence"],
+            "status": r["status"], "memory_ids": [r["memory_a"], r["memory_b"]],
+            "namespaces": [r["namespace_a"], r["namespace_b"]], "evidence": r["evidence"],
+            "detected_at": r["detected_at"], "detected_by": r["agent"], "position": r["position"],
+            "resolution": None if r["status"] == "open" else {
+                "strategy": r["strategy"], "rule": r["rule"], "winner": r["winner"], "loser": r["loser"],
+                "resolved_at": r["resolved_at"], "resolved_by": r["resolved_by"]}}
+
+
+class ConflictsReader(SqliteReader):
+    reads: ClassVar[tuple[str, ...]] = ("conflicts",)
+
+    def __init__(self, directory: Any) -> None:
+        super().__init__(directory, DB_FILE)
+
+    async def page(self, readable: list[str] | None, status: str = "open", limit: int = 100,
+                   offset: int = 0) -> tuple[list[dict[str, Any]], int]:
+        if status not in STATUSES:
+            raise InvalidQuery(f"status must be one of {', '.join(STATUSES)}, got {status!r}")
+        if not 0 < limit <= MAX_LIMIT:
+            raise InvalidQuery(f"limit must be in 1..{MAX_LIMIT}, got {limit}")
+        if offset < 0:
+            raise InvalidQuery(f"offset must be >= 0, got {offset}")
+        return await asyncio.to_thread(self._page, readable, status, limit, offset)
+
+    def _page(self, readable: list[str] | None, status: str, limit: int,
+              offset: int) -> tuple[list[dict[str, Any]], int]:
+        """`readable` None: every namespace (the admin)."""
+        if readable is not None and not readable:
+            return [], 0
+        where, args = "1 = 1", []
+        if readable is not None:
+            marks = ", ".join("?" for _ in readable)
+            where = f"namespace_a IN ({marks}) AND namespace_b IN ({marks})"
+            args = [*readable, *readable]
+        if status != "all":
+            where += " AND status = ?"
+            args.append(status)
+        with self._lock:
+            conn = self.connection()
+            if conn is None:
+                return [], 0
+            total = conn.execute(f"SELECT COUNT(*) FROM conflicts WHERE {where}", args).fetchone()[0]
+            rows = conn.execute(f"SELECT {', '.join(COLUMNS)} FROM conflicts WHERE {where} "
+                                "ORDER BY detected_at DESC, conflict_id LIMIT ? OFFSET ?",
+                                [*args, limit, offset]).fetchall()
+        return [shaped(r) for r in rows], int(total)
+
+    async def get(self, conflict_id: str) -> dict[str, Any] | None:
+        return await asyncio.to_thread(self._get, conflict_id)
+
+    def _get(self, conflict_id: str) -> dict[str, Any] | None:
+        with self._lock:
+            conn = self.connection()
+            if conn is None:
+                return None
+            row = conn.execute(f"SELECT {', '.join(COLUMNS)} FROM conflicts WHERE conflict_id = ?",
+                               (conflict_id,)).fetchone()
+        return shaped(row) if row else None

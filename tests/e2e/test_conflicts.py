@@ -1,0 +1,187 @@
+"""Conflicts and merges through the HTTP API (seed 3.3.2, 6.2, plan E4.1): a contradicting commit answers
+with `conflicts` and shows in GET /api/v1/conflicts; resolving by each strategy; isolation; a duplicate
+merged by the dedup reaction and unmerged by the admin."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.e2e.conftest import assert_error
+
+PORT_A = "The ComfyUI web UI runs on port 8188"
+PORT_B = "ComfyUI's web UI port is 8189"
+
+
+async def _commit(api, key, content, **fields):
+    status, body = await api.commit(key, content, **fields)
+    assert status == 201, body
+    await api.settle()
+    return body
+
+
+async def test_a_contradicting_commit_reports_the_conflict_and_lists_it(api):
+    alice, bob = await api.register("alice"), await api.register("bob")
+    first = await _commit(api, alice, PORT_A, namespace="shared", source="user_verbal")
+    second = await _commit(api, bob, PORT_B, namespace="shared", source="config_parse")
+    assert first["conflicts"] == []
+    [found] = second["conflicts"]
+    assert found["memory_id"] == first["memory_id"] and found["kind"] == "entity" and 0 < found["confidence"] <= 1
+    # after= the commit's position: the conflict is there (one append)
+    status, listed = await api.call("GET", "/api/v1/conflicts", alice, params={"after": second["position"]})
+    assert status == 200 and listed["count"] == 1, listed
+    c = listed["conflicts"][0]
+    assert c["conflict_id"] == found["conflict_id"] and c["status"] == "open" and c["resolution"] is None
+    assert c["memory_ids"] == [second["memory_id"], first["memory_id"]] and c["namespaces"] == ["shared", "shared"]
+    assert "8188" in c["evidence"] and "8189" in c["evidence"]
+    # recall marks both memories
+    status, rec = await api.recall(alice, "ComfyUI port", cache=False)
+    assert status == 200
+    warned = {r["memory_id"] for r in rec["results"] if any(w.startswith("conflict:") for w in r.get("warnings", []))}
+    assert warned == {first["memory_id"], second["memory_id"]}
+
+    # latest_wins: the older memory is deprecated with reason conflict:<id>
+    status, done = await api.call("POST", "/api/v1/conflicts/resolve", bob,
+                                  json={"conflict_id": c["conflict_id"], "strategy": "latest_wins"})
+    assert status == 200, done
+    assert (done["winner"], done["loser"]) == (second["memory_id"], first["memory_id"])
+    status, versions = await api.call("GET", f"/api/v1/memory/{first['memory_id']}/versions", alice,
+                                      params={"after": done["position"]})
+    assert status == 200 and versions["status"] == "deprecated"
+    assert f"conflict:{c['conflict_id']}" in versions["versions"][-1]["reason"]
+    status, listed = await api.call("GET", "/api/v1/conflicts", alice, params={"after": done["position"]})
+    assert status == 200 and listed["count"] == 0
+    status, listed = await api.call("GET", "/api/v1/conflicts", alice, params={"status": "resolved"})
+    assert listed["conflicts"][0]["resolution"]["strategy"] == "latest_wins"
+    # settled once
+    status, again = await api.call("POST", "/api/v1/conflicts/resolve", bob,
+                                   json={"conflict_id": c["conflict_id"], "strategy": "keep_both"})
+    assert status == 409, again
+    assert_error(again)
+    status, rec = await api.recall(alice, "ComfyUI port", cache=False)
+    assert not any(w.startswith("conflict:") for r in rec["results"] for w in r.get("warnings", []))
+
+
+async def _conflict(api, key_a, key_b, text_a, text_b, a=None, b=None):
+    await _commit(api, key_a, text_a, namespace="shared", **(a or {}))
+    second = await _commit(api, key_b, text_b, namespace="shared", **(b or {}))
+    assert len(second["conflicts"]) == 1, second
+    return second["conflicts"][0], second["memory_id"]
+
+
+async def test_each_strategy(api):
+    alice, bob = await api.register("alice"), await api.register("bob")
+    resolve = "/api/v1/conflicts/resolve"
+    c1, newer = await _conflict(api, alice, bob, "The NAS backup job runs at 02:00 every night",
+                                "The NAS backup job runs nightly at 03:30")
+    status, body = await api.call("POST", resolve, alice, json={"conflict_id": c1["conflict_id"], "strategy": "ask_user"})
+    assert status == 400 and body["error"]["details"]["field"] == "winner"
+    status, body = await api.call("POST", resolve, alice, json={"conflict_id": c1["conflict_id"],
+                                                                 "strategy": "ask_user", "winner": c1["memory_id"]})
+    assert status == 200 and (body["winner"], body["loser"]) == (c1["memory_id"], newer)
+
+    c2, newer = await _conflict(api, alice, bob, "Grafana listens on port 3000 in the homelab",
+                                "In the homelab Grafana listens on port 3300")
+    status, body = await api.call("POST", resolve, bob, json={"conflict_id": c2["conflict_id"], "strategy": "keep_both"})
+    assert status == 200 and (body["winner"], body["loser"]) == ("", "")
+
+    c3, newer = await _conflict(api, alice, bob, "The staging database is Postgres 14",
+                                "Staging runs Postgres 16 for its database")
+    status, body = await api.call("POST", resolve, bob, json={"conflict_id": c3["conflict_id"], "strategy": "auto_merge"})
+    assert status == 409, body  # different values: not safely mergeable
+    status, body = await api.call("POST", resolve, bob, json={"conflict_id": c3["conflict_id"],
+                                                               "strategy": "primary_wins"})
+    assert status == 200 and body["winner"] == newer and body["loser"] == c3["memory_id"]
+
+    # an importance conflict (the same fact, another tier, another agent) merges safely
+    c4, newer = await _conflict(api, alice, bob, "The user is allergic to penicillin",
+                                "The user is allergic to penicillin", a={"tier": "normal"}, b={"tier": "core"})
+    assert c4["kind"] == "importance"
+    status, body = await api.call("POST", resolve, bob, json={"conflict_id": c4["conflict_id"], "strategy": "auto_merge"})
+    assert status == 200 and body["winner"] == newer, body
+    status, stones = await api.call("GET", "/api/v1/admin/tombstones", params={"reason": "merged",
+                                                                              "after": body["position"]})
+    assert [t["original_id"] for t in stones["tombstones"]] == [c4["memory_id"]]
+
+    # validation: unknown strategy, unknown field, unknown conflict
+    status, body = await api.call("POST", resolve, bob, json={"conflict_id": c4["conflict_id"], "strategy": "x"})
+    assert status == 400 and body["error"]["details"]["field"] == "strategy"
+    status, body = await api.call("POST", resolve, bob, json={"conflict_id": "nope", "strategy": "keep_both"})
+    assert status == 404, body
+    status, body = await api.call("POST", resolve, bob, json={"conflict_id": "x", "strategy": "keep_both", "y": 1})
+    assert status == 400 and body["error"]["code"] == "unknown_field"
+
+
+async def test_conflicts_stay_in_their_namespaces(api):
+    alice, carol = await api.register("alice"), await api.register("carol")
+    await _commit(api, alice, PORT_A, namespace="alice-ephemeral")
+    second = await _commit(api, alice, PORT_B, namespace="alice-ephemeral", source="config_parse")
+    assert len(second["conflicts"]) == 1
+    status, mine = await api.call("GET", "/api/v1/conflicts", alice)
+    assert status == 200 and mine["count"] == 1
+    status, theirs = await api.call("GET", "/api/v1/conflicts", carol)
+    assert status == 200 and theirs["count"] == 0
+    status, body = await api.call("GET", "/api/v1/conflicts", carol, params={"namespace": "alice-ephemeral"})
+    assert status == 403, body
+    status, body = await api.call("POST", "/api/v1/conflicts/resolve", carol,
+                                  json={"conflict_id": mine["conflicts"][0]["conflict_id"], "strategy": "latest_wins"})
+    assert status == 404, body
+    status, everything = await api.call("GET", "/api/v1/conflicts")   # the admin key sees every conflict
+    assert status == 200 and everything["count"] == 1
+    # carol's commit to shared is never compared with alice's ephemeral memories
+    third = await _commit(api, carol, "ComfyUI listens on port 9000", namespace="shared")
+    assert third["conflicts"] == []
+
+
+@pytest.mark.parametrize("settings_overrides", [{"merge": True}], indirect=True)
+async def test_a_duplicate_is_merged_and_unmerged(api):
+    alice = await api.register("alice")
+    for text in ("The home router is a UniFi Dream Machine", "Backups go to a Synology DS920+",
+                 "The media server runs Jellyfin"):
+        await _commit(api, alice, text)
+    query = {"importance_weight": 0, "cache": False, "top_k": 10}
+    first = await _commit(api, alice, "The user's NAS is a TrueNAS box with 4 x 8 TB disks")
+    dup = await _commit(api, alice, "The user's NAS is a TrueNAS box with 4 x 8 TB disks.")
+    status, rec = await api.recall(alice, "what NAS does the user have", **query)
+    ids = [r["memory_id"] for r in rec["results"]]
+    assert first["memory_id"] in ids and dup["memory_id"] not in ids   # merged into the first
+    status, stones = await api.call("GET", "/api/v1/admin/tombstones", params={"reason": "merged"})
+    [stone] = stones["tombstones"]
+    assert (stone["original_id"], stone["merged_into"], stone["restored_at"]) == \
+        (dup["memory_id"], first["memory_id"], "")
+    status, versions = await api.call("GET", f"/api/v1/memory/{first['memory_id']}/versions", alice)
+    assert any(f"absorbed {dup['memory_id']}" in v["reason"] for v in versions["versions"]), versions
+
+    status, body = await api.call("POST", "/api/v1/admin/unmerge", alice, json={"memory_id": dup["memory_id"]})
+    assert status == 403, body   # admin only
+    status, body = await api.call("POST", "/api/v1/admin/unmerge", json={"memory_id": dup["memory_id"]})
+    assert status == 200 and body["merged_into"] == first["memory_id"], body
+    status, rec2 = await api.recall(alice, "what NAS does the user have", after=body["position"], **query)
+    ids2 = [r["memory_id"] for r in rec2["results"]]
+    assert dup["memory_id"] in ids2 and first["memory_id"] in ids2
+    assert [i for i in ids2 if i != dup["memory_id"]] == ids
+    status, stones = await api.call("GET", "/api/v1/admin/tombstones", params={"reason": "merged",
+                                                                              "after": body["position"]})
+    assert stones["tombstones"][0]["restored_at"] != ""
+    status, again = await api.call("POST", "/api/v1/admin/unmerge", json={"memory_id": dup["memory_id"]})
+    assert status == 409, again
+    await api.settle()   # the unmerged duplicate is not merged again (the dedup reaction runs on commits only)
+    status, rec3 = await api.recall(alice, "what NAS does the user have", **query)
+    assert [r["memory_id"] for r in rec3["results"]] == ids2
+
+
+@pytest.fixture
+def settings_overrides(request) -> dict:
+    return getattr(request, "param", {})
+
+
+@pytest.mark.parametrize("settings_overrides", [{"conflict_check": False, "merge": False}], indirect=True)
+async def test_both_can_be_turned_off(api):
+    alice, bob = await api.register("alice"), await api.register("bob")
+    await _commit(api, alice, PORT_A, namespace="shared")
+    second = await _commit(api, bob, PORT_B, namespace="shared")
+    assert second["conflicts"] == []
+    first = await _commit(api, alice, "The user's NAS is a TrueNAS box with 4 x 8 TB disks")
+    dup = await _commit(api, alice, "The user's NAS is a TrueNAS box with 4 x 8 TB disks.")
+    status, rec = await api.recall(alice, "what NAS does the user have", cache=False)
+    assert {first["memory_id"], dup["memory_id"]} <= {r["memory_id"] for r in rec["results"]}
+    assert await api.count_events("memory.merged") == 0 and await api.count_events("conflict.detected") == 0
