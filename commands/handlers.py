@@ -12,7 +12,7 @@ import orjson
 import structlog
 
 from commands.access import Actor
-from commands.conflicts.detector import ConflictDetector, detected_events, new_side, reported
+from commands.conflicts.detector import ConflictDetector, detected_events, reported
 from commands.decide import (
     Decision, decide_add_synonyms, decide_commit, decide_correct, decide_delete, decide_deprecate, decide_feedback,
     decide_forget, decide_register,
@@ -221,13 +221,9 @@ class CommandService:
         """The commits, then their `conflict.detected` events; and each commit's reported conflicts."""
         if self.conflicts is None:
             return commits, [[] for _ in commits]
-        detected: list[Event] = []
-        found_all: list[list[dict[str, Any]]] = []
-        for commit in commits:
-            found = await self.conflicts.conflicts(new_side(commit), commit.data.content, commit.data.namespace)
-            detected += detected_events(commit, found)
-            found_all.append(reported(found))
-        return [*commits, *detected], found_all
+        founds = await self.conflicts.conflicts(commits)
+        detected = [e for commit, found in zip(commits, founds) for e in detected_events(commit, found)]
+        return [*commits, *detected], [reported(found) for found in founds]
 
     async def delete(self, actor: Actor, cmd: DeleteMemory, idem: IdempotencyRequest | None = None) -> Changed:
         return await self._versioned(cmd.memory_id, lambda current: decide_delete(actor, cmd, current), "delete",

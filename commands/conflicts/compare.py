@@ -1,10 +1,11 @@
 """Two memories, compared (seed 3.3.2 and 6.2): the same fact again, an update, a contradiction, or
 nothing to say.
 
-:func:`compare` is pure: it reads the two texts' signals (`commands.conflicts.text_signals`), the
-cosine of their vectors and who wrote them, never a clock or a model. The thresholds below were set
-on the tuning pairs of `tests/bench/data/conflicts/` (dev1, dev2); `tests/bench/conflicts.py`
-measures them on the held-out ones.
+:func:`judge` decides with the learned pair judge (`commands.conflicts.judge`: two logistic
+regressions over `commands.conflicts.pair_features`), and names the kind by the rules below;
+:func:`compare` is the rules alone (the judge's fallback, and the kinds' definitions). Both are pure:
+the two texts' signals (`commands.conflicts.text_signals`), the cosine of their vectors and who wrote
+them, never a clock. `tests/bench/conflicts.py` measures them on held-out pairs.
 
 - **duplicate**: neither text gives a value the other lacks or denies what the other says, and the
   vectors are very close (cosine >= :data:`DUPLICATE_COSINE`). From two agents with different tiers
@@ -18,11 +19,16 @@ measures them on the held-out ones.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
+
+from typing import TYPE_CHECKING
 
 from commands.conflicts.text_signals import Signals
 from commands.reactions.validation_match import _overlap
+
+if TYPE_CHECKING:
+    from commands.conflicts.judge import PairModel
 
 #: Below this cosine two memories are about different things (nothing is compared).
 RELATED_COSINE: Final = 0.45
@@ -78,3 +84,44 @@ def compare(new: Side, old: Side, cosine: float) -> Verdict:
         return Verdict(REPLACEMENT, "cue" if b.cue else "same_source", round(cosine, 6), cosine, overlap, evidence)
     kind = "entity" if values_differ else "negation"
     return Verdict(CONFLICT, kind, round(min(1.0, cosine), 6), cosine, overlap, evidence)
+
+
+def _kind_of(new: Side, old: Side) -> str:
+    a, b = old.signals, new.signals
+    if (a.negations > 0) != (b.negations > 0) and not (a.values and b.values and a.values != b.values):
+        return "negation"
+    return "entity"
+
+
+def _differs(new: Side, old: Side) -> bool:
+    a, b = old.signals, new.signals
+    return bool(a.values and b.values and a.values != b.values) or (a.negations > 0) != (b.negations > 0)
+
+
+def judge(new: Side, old: Side, cosine: float, model: PairModel) -> Verdict:
+    """What `new` is to `old`. The judge says whether the texts are incompatible or one fact; the rules
+    say the rest, as the labels define it: incompatible texts are an update (replacement) when the
+    newer one says so or comes from the same agent and source, else a conflict; one fact from another
+    agent with another tier is an importance conflict, else a duplicate."""
+    from commands.conflicts.pair_features import pair_features
+
+    x = pair_features(new, old, cosine)
+    p_incompatible, p_same = model.conflict(x), model.merge(x)
+    a, b = old.signals, new.signals
+    base = Verdict(NONE, cosine=cosine, overlap=_overlap(a.features, b.features))
+    updates = b.cue or (new.agent == old.agent and new.source == old.source)
+    if p_incompatible >= model.conflict_threshold and p_incompatible >= p_same:
+        if updates:
+            return replace(base, relation=REPLACEMENT, kind="cue" if b.cue else "same_source",
+                           confidence=round(p_incompatible, 6))
+        evidence = (f"values {sorted(a.values)} vs {sorted(b.values)}" if a.values != b.values and a.values and b.values
+                    else "one denies what the other says" if (a.negations > 0) != (b.negations > 0)
+                    else "they say different things")
+        return replace(base, relation=CONFLICT, kind=_kind_of(new, old), confidence=round(p_incompatible, 6),
+                       evidence=evidence)
+    if p_same >= model.merge_threshold:
+        if new.agent != old.agent and new.tier != old.tier:
+            return replace(base, relation=CONFLICT, kind="importance", confidence=round(p_same, 6),
+                           evidence=f"tier {old.tier} vs {new.tier}")
+        return replace(base, relation=DUPLICATE, confidence=round(p_same, 6))
+    return base

@@ -11,11 +11,13 @@ before may not be there yet (the merge reaction, which waits for the projection,
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from dataclasses import dataclass
 from typing import Any, Final
 
-from commands.conflicts.compare import CONFLICT, Side, Verdict, compare
+from commands.conflicts.compare import CONFLICT, Side, Verdict, compare, judge
+from commands.conflicts.judge import PairModel
 from commands.conflicts.text_signals import signals
 from events.catalogue import ConflictDetected, new_event
 from events.envelope import Event
@@ -55,6 +57,7 @@ class Found:
 @dataclass
 class ConflictDetector:
     recall: Any       # projections.queries.recall.service.RecallService
+    model: PairModel | None = None   # the learned pair judge; None: the rules alone
     candidates: int = CANDIDATES
 
     async def related(self, new: Side, content: str, namespace: str,
@@ -66,16 +69,28 @@ class ConflictDetector:
             if row["id"] in exclude or row["id"] == new.memory_id:
                 continue
             old = side_of(row)
-            verdict = compare(new, old, cosine)
+            verdict = judge(new, old, cosine, self.model) if self.model is not None else compare(new, old, cosine)
             if verdict.relation != "none":
                 out.append(Found(row["id"], row["namespace"], verdict, conflict_id(new.memory_id, row["id"]),
                                  old.distilled))
         out.sort(key=lambda f: (-f.verdict.cosine, f.memory_id))
         return out
 
-    async def conflicts(self, new: Side, content: str, namespace: str) -> list[Found]:
-        found = await self.related(new, content, namespace)
-        return [f for f in found if f.verdict.relation == CONFLICT][:MAX_CONFLICTS]
+    async def conflicts(self, commits: list[Event]) -> list[list[Found]]:
+        """Each `memory.committed` event's conflicts with the stored memories (closest first). A scope
+        with no memory in it is not searched (its commits' contents are not even embedded); the others'
+        searches run concurrently, so the query embedder batches their contents."""
+        scopes = {c.data.namespace for c in commits}
+        held = dict(zip(scopes, await asyncio.gather(*(self.recall.holds(scope_of(ns)) for ns in scopes))))
+
+        async def one(commit: Event) -> list[Found]:
+            d = commit.data
+            if not held[d.namespace]:
+                return []
+            found = await self.related(new_side(commit), d.content, d.namespace)
+            return [f for f in found if f.verdict.relation == CONFLICT][:MAX_CONFLICTS]
+
+        return list(await asyncio.gather(*(one(c) for c in commits)))
 
 
 def new_side(event: Event) -> Side:

@@ -47,13 +47,45 @@ _ZH_CUES: Final = ("现在", "改为", "改成", "改到", "换成", "换了", "
 
 @dataclass(frozen=True, slots=True)
 class Signals:
-    """One text's signals: its features for overlap (`validation_match`), its values, negation, cue."""
+    """One text's signals: its features for overlap (`validation_match`), its values, negation, cue,
+    and its subject (what the statement is about: the words before its first verb)."""
 
     features: Features
     values: frozenset[str]
     negations: int
     cue: bool
     words: frozenset[str]
+    subject: frozenset[str] = frozenset()
+
+
+#: Where an English statement's subject ends: the first of these words (a verb, a preposition).
+_EN_SUBJECT_END: Final = frozenset("""
+    is are was were be been has have had does do did can can't cannot will won't should must may might uses
+    use used runs run prefers prefer likes like loves love hates hate lives live works work goes go gets get
+    takes take wants want needs need keeps keep stores store listens listen sits sit lands land starts start
+    on in at for to from with by of via since every never always usually only also still now no not doesn't
+    don't isn't aren't wasn't wears wear drinks drink eats eat speaks speak plays play owns own costs cost
+""".split())
+#: Where a Chinese statement's subject ends: the first of these (a verb, a copula, a time word).
+_ZH_SUBJECT_END: Final = re.compile(r"的|是|在|用|有|喜欢|爱|不|没|每|要|会|吃|住|叫|从|去|为|把|被|跟|已|现在|一直|平时|最|很|比较|目前|今年|明年|去年|装|跑|买|换|改")
+_EN_DROP: Final = frozenset("the a an user user's users my our their his her its this that these those".split())
+
+
+def subject_of(norm: str) -> frozenset[str]:
+    """The words (English) or characters (Chinese) before the statement's first verb-like word."""
+    head = re.split(r"[:：,，;；.。!?！？(（]", norm, maxsplit=1)[0]
+    cjk = re.search(r"[一-鿿]", head)
+    if cjk and cjk.start() < 3:
+        m = _ZH_SUBJECT_END.search(head, 1)
+        piece = head[: m.start()] if m else head[:6]
+        return frozenset(c for c in piece if not c.isspace())
+    out = []
+    for word in re.findall(r"[a-z0-9][a-z0-9'+.-]*|[一-鿿]+", head):
+        if word in _EN_SUBJECT_END:
+            break
+        if word not in _EN_DROP:
+            out.append(word.removesuffix("'s"))
+    return frozenset(out[:6])
 
 
 def _norm(text: str) -> str:
@@ -94,4 +126,4 @@ def signals(text: str) -> Signals:
     norm = _norm(text)
     feats = features(text)
     return Signals(features=feats, values=values_of(norm), negations=negations_of(norm),
-                   cue=has_update_cue(norm), words=frozenset(feats.words))
+                   cue=has_update_cue(norm), words=frozenset(feats.words), subject=subject_of(norm))

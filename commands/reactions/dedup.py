@@ -12,10 +12,15 @@ A merge is `memory.merged` (an LWW `merged_into` register on the merged memory, 
 and gets a tombstone row with reason `merged`); `POST /api/v1/admin/unmerge` undoes it. Only
 memories of the same namespace are merged, at most one per commit (the closest).
 
-By default distilled memories merge at cosine >= `compare.DUPLICATE_COSINE`; a pair of direct
-commits only at :data:`DIRECT_DUPLICATE_COSINE` (stricter: an agent that commits two close facts
-usually means both — several ports, several GPUs). Replacements need cosine >=
-:data:`REPLACEMENT_COSINE`.
+With the learned pair judge a pair is merged when the judge calls it a duplicate or a replacement.
+When either memory was distilled that is enough. Two direct commits need more, because an agent that
+commits two close facts usually means both — several ports, several GPUs, a conversation's turns
+(LoCoMo's turns lost 4.8 points of recall@5 when any judged pair of them merged). They need a
+probability of at least :data:`DIRECT_MERGE_PROBABILITY` and a cosine of at least
+:data:`DIRECT_DUPLICATE_COSINE`, and a replacement also needs an explicit update cue in the newer
+memory. With the rules alone,
+distilled memories merge at cosine >= `compare.DUPLICATE_COSINE`, direct commits at
+:data:`DIRECT_DUPLICATE_COSINE`, replacements at :data:`REPLACEMENT_COSINE`.
 """
 
 from __future__ import annotations
@@ -25,25 +30,36 @@ from typing import Any, Final
 
 from commands.conflicts.compare import DUPLICATE, REPLACEMENT, Side, Verdict
 from commands.conflicts.detector import ConflictDetector, Found, new_side
+from commands.conflicts.judge import PairModel
 from events.catalogue import MemoryCommitted, MemoryMerged, new_event
 from events.envelope import Event
 
 DIRECT_DUPLICATE_COSINE: Final = 0.93
 REPLACEMENT_COSINE: Final = 0.6
+DIRECT_MERGE_PROBABILITY: Final = 0.9
 
 
-def mergeable(new: Side, found: Found) -> bool:
+def mergeable(new: Side, found: Found, judged: bool) -> bool:
     """Is this verdict strong enough to merge (the scope and thresholds above)?"""
     v: Verdict = found.verdict
+    if v.relation not in (DUPLICATE, REPLACEMENT):
+        return False
+    distilled = new.distilled or found.old_distilled
+    if judged:
+        if distilled:
+            return True
+        strong = v.confidence >= DIRECT_MERGE_PROBABILITY and v.cosine >= DIRECT_DUPLICATE_COSINE
+        return strong and (v.relation == DUPLICATE or v.kind == "cue")
     if v.relation == DUPLICATE:
-        return bool(new.distilled or found.old_distilled) or v.cosine >= DIRECT_DUPLICATE_COSINE
-    return v.relation == REPLACEMENT and v.cosine >= REPLACEMENT_COSINE
+        return distilled or v.cosine >= DIRECT_DUPLICATE_COSINE
+    return v.cosine >= REPLACEMENT_COSINE
 
 
 @dataclass
 class DedupPolicy:
     recall: Any                      # projections.queries.recall.service.RecallService
     store: Any                       # events.redis.store.EventStore (the write-side index: versions)
+    model: PairModel | None = None   # the learned pair judge (None: the rules alone)
     name: str = "dedup"
     reads: tuple[str, ...] = ("memories",)
 
@@ -53,8 +69,9 @@ class DedupPolicy:
     async def decide(self, event: Event) -> list[Event]:
         d: MemoryCommitted = event.data
         new = new_side(event)
-        found = await ConflictDetector(self.recall).related(new, d.content, d.namespace)
-        best = next((f for f in found if f.namespace == d.namespace and mergeable(new, f)), None)
+        found = await ConflictDetector(self.recall, self.model).related(new, d.content, d.namespace)
+        judged = self.model is not None
+        best = next((f for f in found if f.namespace == d.namespace and mergeable(new, f, judged)), None)
         if best is None:
             return []
         duplicate = best.verdict.relation == DUPLICATE

@@ -64,6 +64,7 @@ def build_settings(args: argparse.Namespace, redis_url: str, *, api_key: str = "
         distill_extractor=env.distill_extractor,
         conflict_check=env.conflict_check,
         merge=env.merge,
+        conflict_auto_resolve=env.conflict_auto_resolve,
         local_rerank=env.local_rerank,
         recall_cache_ttl_s=env.recall_cache_ttl_s,
         forget_capacity=env.forget_capacity,

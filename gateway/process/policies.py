@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from commands.reactions.cascade import CorrectionCascadePolicy
+from commands.reactions.conflict_resolution import ConflictAutoResolvePolicy
 from commands.reactions.dedup import DedupPolicy
 from commands.reactions.distillation import DistillationPolicy
 from commands.reactions.llm_entities import LLMEntityPolicy
@@ -18,15 +19,17 @@ if TYPE_CHECKING:
 
 def reaction_policies(services: Services) -> list[Policy]:
     """The reaction policies a deployment runs: the quality notice, the passive validator, the
-    correction cascade, distillation (the rules and the learned judge, or the LLM's queue) and dedup
-    (unless ZHIYI_MERGE=0), plus the LLM entity extraction when an LLM endpoint is configured."""
+    correction cascade, distillation (the rules and the learned judge, or the LLM's queue), conflict
+    auto-resolution (unless ZHIYI_CONFLICT_AUTO_RESOLVE=0) and dedup (with ZHIYI_MERGE=1), plus the LLM entity extraction when an LLM endpoint is configured."""
     s = services
     policies: list[Policy] = [QualityNoticePolicy(s.memories, s.counters),
                               PassiveValidatorPolicy(s.recall, s.memories, s.counters),
                               CorrectionCascadePolicy(s.graph, s.store),
                               DistillationPolicy(s.distill_llm, s.distill_judge)]
+    if s.settings.conflict_auto_resolve:
+        policies.append(ConflictAutoResolvePolicy(s.memories, s.conflicts, s.store))
     if s.settings.merge:
-        policies.append(DedupPolicy(s.recall, s.store))
+        policies.append(DedupPolicy(s.recall, s.store, s.pair_model))
     if s.llm is not None:
         policies.append(LLMEntityPolicy(s.llm))
     return policies

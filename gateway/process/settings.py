@@ -48,6 +48,7 @@ class Settings:
     local_rerank: bool = False           # ZHIYI_LOCAL_RERANK=1: the e5 re-scorer (slow on small CPUs)
     conflict_check: bool = True          # ZHIYI_CONFLICT_CHECK=0: commits are not compared with stored memories
     merge: bool = False                  # ZHIYI_MERGE=1: the dedup reaction merges duplicates and replacements
+    conflict_auto_resolve: bool = True   # ZHIYI_CONFLICT_AUTO_RESOLVE=0: every conflict waits for a person
     recall_cache_ttl_s: int = 3600       # recall.cache_ttl_seconds; 0 disables the search cache
     forget_capacity: int = 10_000        # live memories per namespace above which a forget run evicts (LRU)
     tick_interval_s: float = 3600.0      # ZHIYI_TICK_INTERVAL_S: scheduler period (time rules, forget run); 0: off
@@ -124,6 +125,7 @@ class Environment:
     local_rerank: bool = False               # ZHIYI_LOCAL_RERANK
     conflict_check: bool = True              # ZHIYI_CONFLICT_CHECK
     merge: bool = False                      # ZHIYI_MERGE (off until its precision is measured >= 0.95)
+    conflict_auto_resolve: bool = True       # ZHIYI_CONFLICT_AUTO_RESOLVE
     recall_cache_ttl_s: int = 3600           # ZHIYI_RECALL_CACHE_TTL
     forget_capacity: int = 10_000            # ZHIYI_FORGET_CAPACITY
     tick_interval_s: float = 3600.0          # ZHIYI_TICK_INTERVAL_S
@@ -158,6 +160,7 @@ class Environment:
             local_rerank=_flag(env.get("ZHIYI_LOCAL_RERANK")),
             conflict_check=_flag(env.get("ZHIYI_CONFLICT_CHECK"), default=True),
             merge=_flag(env.get("ZHIYI_MERGE")),
+            conflict_auto_resolve=_flag(env.get("ZHIYI_CONFLICT_AUTO_RESOLVE"), default=True),
             recall_cache_ttl_s=int(env.get("ZHIYI_RECALL_CACHE_TTL", "3600")),
             forget_capacity=int(env.get("ZHIYI_FORGET_CAPACITY", "10000")),
             tick_interval_s=float(env.get("ZHIYI_TICK_INTERVAL_S", "3600")),

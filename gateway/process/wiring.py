@@ -29,6 +29,7 @@ import structlog
 from commands.episodes import EpisodeCommands
 from commands.evaluation import EvalService
 from commands.conflicts.detector import ConflictDetector
+from commands.conflicts.judge import PairModel
 from commands.conflicts.service import ConflictCommands
 from commands.handlers import CommandService
 from commands.distill.batcher import DistillBatcher
@@ -195,6 +196,11 @@ class Services:
         return self._reader(TombstonesReader(projection_dir(self.settings.data_dir, "tombstones")), "tombstones")
 
     @cached_property
+    def pair_model(self) -> PairModel:
+        """The learned pair judge's weights (commands/conflicts/pair_model.json)."""
+        return PairModel.load()
+
+    @cached_property
     def conflicts(self) -> ConflictsReader:
         return self._reader(ConflictsReader(projection_dir(self.settings.data_dir, "conflicts")), "conflicts")
 
@@ -244,7 +250,9 @@ class Services:
 
     @cached_property
     def commands(self) -> CommandService:
-        detector = ConflictDetector(self.recall) if self.settings.conflict_check else None
+        # commits are checked where they are served (a CLI command commits nothing and needs no recall)
+        detector = ConflictDetector(self.recall, self.pair_model) if self.settings.conflict_check and self.gateway \
+            else None
         return CommandService(self.store, self.settings.limits, conflicts=detector)
 
     @cached_property

@@ -207,6 +207,10 @@ class MemoriesReader:
         by_id = {r["id"]: _shape(r) for r in rows}
         return [by_id[i] for i in ids if i in by_id]
 
+    async def aexists(self) -> bool:
+        """Whether the table exists yet (a store with no memory committed has none)."""
+        return await self._aopen() is not None
+
     async def _aopen(self) -> Any | None:
         if self._atable is not None:
             return self._atable

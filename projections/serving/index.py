@@ -251,6 +251,10 @@ class ServingIndex:
             return []
         return [p for ns in namespaces if (p := state.parts.get(ns)) is not None]
 
+    def holds(self, namespaces: list[str]) -> bool:
+        """Whether any of `namespaces` holds a live memory."""
+        return any(p.live_count for p in self._parts(namespaces))
+
     async def adense(self, vector: np.ndarray, namespaces: list[str], limit: int) -> list[tuple[str, float]]:
         ns = _checked(namespaces, limit)
         q = np.asarray(vector, dtype=np.float32).reshape(-1)

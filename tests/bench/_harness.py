@@ -173,3 +173,25 @@ class CpuMeter:
         idle = max(0.0, cores * elapsed * 1000 - total)
         return (f"CPU ms per request: {', '.join(parts)}; total {total / requests:.2f} "
                 f"(machine idle {idle / requests:.2f}, {cores} cores)")
+
+
+async def merged_into(session, base: str, admin_key: str) -> dict[str, str]:
+    """Every merged memory -> the memory it was merged into (the tombstones with reason `merged` that
+    were not restored), following chains to the final survivor: a benchmark counts a merged id's
+    survivor as a hit."""
+    out: dict[str, str] = {}
+    offset = 0
+    while True:
+        async with session.get(f"{base}/api/v1/admin/tombstones", headers={"X-API-Key": admin_key},
+                               params={"reason": "merged", "limit": "1000", "offset": str(offset)}) as r:
+            body = await r.json()
+        out.update({t["original_id"]: t["merged_into"] for t in body["tombstones"] if not t["restored_at"]})
+        offset += len(body["tombstones"])
+        if not body["tombstones"] or offset >= body["count"]:
+            break
+    for mid in list(out):
+        seen = {mid}
+        while out[mid] in out and out[mid] not in seen:
+            seen.add(out[mid])
+            out[mid] = out[out[mid]]
+    return out

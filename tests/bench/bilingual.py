@@ -32,8 +32,8 @@ from pathlib import Path
 import aiohttp
 import numpy as np
 
-from _harness import percentile, private_redis, zhiyi_process  # noqa: E402  (sys.path set by _harness)
-from locomo import post, wait_projected
+from _harness import merged_into, percentile, private_redis, zhiyi_process  # noqa: E402  (sys.path set by _harness)
+from locomo import reactions_done, post, wait_projected
 
 ADMIN = "bench-admin-key"
 DATA = Path(__file__).resolve().parents[3] / "shared" / "eval" / "bilingual-dev.json"
@@ -137,7 +137,8 @@ async def main(args: argparse.Namespace) -> None:
     dump: dict = {"memories": mem_ids, "queries": []}
     latencies: list[float] = []
     with private_redis() as redis_url, tempfile.TemporaryDirectory() as tmp:
-        with zhiyi_process("up", redis_url, Path(tmp) / "data", ADMIN) as base:
+        with zhiyi_process("up", redis_url, Path(tmp) / "data", ADMIN,
+                           {"ZHIYI_MERGE": "1"} if args.merge else None) as base:
             async with aiohttp.ClientSession() as s:
                 key = (await post(s, f"{base}/api/v1/agents/register", {"agent_id": "bilingual"}, ADMIN))["api_key"]
                 started = time.perf_counter()
@@ -151,6 +152,13 @@ async def main(args: argparse.Namespace) -> None:
                 await wait_projected(s, base, key, last)
                 print(f"committed and projected {len(memories)} memories one per commit in "
                       f"{time.perf_counter() - started:.1f} s")
+                await reactions_done(redis_url)
+                merged = await merged_into(s, base, ADMIN)
+                stands_for: dict[str, set[str]] = collections.defaultdict(set)   # a survivor stands for its merged
+                for mid, survivor in merged.items():
+                    stands_for[survivor].add(to_id.get(mid, mid))
+                print(f"merging {'on (ZHIYI_MERGE=1)' if args.merge else 'off (the default)'}: {len(merged)} "
+                      "memories merged")
                 asked = [(q["query"], q) for q in queries]
                 if args.off_topic:
                     asked += [(text, None) for text in OFF_TOPIC]
@@ -167,7 +175,11 @@ async def main(args: argparse.Namespace) -> None:
                         if q is None:
                             top_scores[f"{spec} off-topic"].append(top)
                             continue
-                        t1, r3 = hits(got, q["expected"])
+                        expected = list(q["expected"])
+                        if stands_for:   # a merged expected memory is found through its survivor
+                            expected += [to_id.get(r["memory_id"], "") for r in body["results"]
+                                         if stands_for.get(r["memory_id"], set()) & set(q["expected"])]
+                        t1, r3 = hits(got, expected)
                         results[f"zhiyi {spec}"].append((q["kind"], t1, r3))
                         top_scores[f"{spec} {'right' if t1 else 'wrong'} top-1"].append(top)
                         if spec == systems[0]:
@@ -200,5 +212,7 @@ if __name__ == "__main__":
     p.add_argument("--systems", default="default",
                    help="comma-separated recall settings: 'default' (the API's) or diversity:context[:weight]")
     p.add_argument("--off-topic", action="store_true", help="also score off-topic queries (min_score advice)")
+    p.add_argument("--merge", action="store_true", help="run with ZHIYI_MERGE=1 (merged ids count through "
+                                                        "their survivors)")
     p.add_argument("--dump", default="", help="write per-query results and the reference matrices here")
     asyncio.run(main(p.parse_args()))

@@ -14,9 +14,10 @@ merges from the tombstones (`reason=merged`) once the reactions are done.
   pair / all such merges; recall: those pairs merged / all of them.
 
 All memories are committed directly (POST /commit), so the stricter threshold for direct commits
-applies even to pairs marked `distilled` (the bench has no distillation run).
+applies even to pairs marked `distilled` (the bench has no distillation run). Merging is turned on
+(`ZHIYI_MERGE=1`); the pair judge is the shipped `commands/conflicts/pair_model.json`.
 
-    OPENBLAS_NUM_THREADS=1 .venv/bin/python tests/bench/conflicts.py [--sets dev1,dev2,heldout1,heldout2]
+    OPENBLAS_NUM_THREADS=1 .venv/bin/python tests/bench/conflicts.py [--sets dev1,dev2,heldout1,heldout2] [--no-check]
 """
 
 from __future__ import annotations
@@ -78,7 +79,8 @@ async def main(args: argparse.Namespace) -> None:
     pairs = [p for ps in sets.values() for p in ps]
     agents = sorted({p[side]["agent"] for p in pairs for side in ("a", "b")})
     with private_redis() as redis_url, tempfile.TemporaryDirectory() as tmp:
-        with zhiyi_process("up", redis_url, Path(tmp) / "data", ADMIN) as base:
+        env = {"ZHIYI_MERGE": "1", **({"ZHIYI_CONFLICT_CHECK": "0"} if args.no_check else {})}
+        with zhiyi_process("up", redis_url, Path(tmp) / "data", ADMIN, env) as base:
             async with aiohttp.ClientSession() as s:
                 keys = {a: (await post(s, f"{base}/api/v1/agents/register", {"agent_id": a}, ADMIN))["api_key"]
                         for a in agents}
@@ -115,4 +117,6 @@ async def main(args: argparse.Namespace) -> None:
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sets", default="dev1,dev2,heldout1,heldout2")
+    ap.add_argument("--no-check", action="store_true",
+                    help="ZHIYI_CONFLICT_CHECK=0: what a commit costs without the check (no conflicts are found)")
     asyncio.run(main(ap.parse_args()))

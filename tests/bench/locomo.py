@@ -49,7 +49,7 @@ from pathlib import Path
 
 import aiohttp
 
-from _harness import percentile, private_redis, zhiyi_process  # noqa: E402  (sys.path set by _harness)
+from _harness import merged_into, percentile, private_redis, zhiyi_process  # noqa: E402  (sys.path set by _harness)
 
 ADMIN = "bench-admin-key"
 DATA = Path(__file__).resolve().parents[3] / "shared" / "eval" / "locomo-dev.json"
@@ -274,7 +274,8 @@ async def main(args: argparse.Namespace) -> None:
     took: list[float] = []
     skipped = 0
     with private_redis() as redis_url, tempfile.TemporaryDirectory() as tmp:
-        with zhiyi_process("up", redis_url, Path(tmp) / "data", ADMIN) as base:
+        with zhiyi_process("up", redis_url, Path(tmp) / "data", ADMIN,
+                           {"ZHIYI_MERGE": "1"} if args.merge else None) as base:
             async with aiohttp.ClientSession() as s:
                 started = time.perf_counter()
                 agents = {cid: await ingest(s, base, f"locomo-{cid}", data[cid]["turns"]) for cid in convs}
@@ -284,6 +285,13 @@ async def main(args: argparse.Namespace) -> None:
                 print(f"committed and projected {n_turns:,} turns of {len(convs)} conversations "
                       f"in {time.perf_counter() - started:.1f} s; reactions caught up "
                       f"{await reactions_done(redis_url):.1f} s later")
+                merged = await merged_into(s, base, ADMIN)
+                for _, to_dia_of, _ in agents.values():  # a merged turn's survivor stands for it
+                    for mid, survivor in merged.items():
+                        if mid in to_dia_of:
+                            to_dia_of[survivor] |= to_dia_of[mid]
+                print(f"merging {'on (ZHIYI_MERGE=1)' if args.merge else 'off (the default)'}: {len(merged)} "
+                      "memories merged")
                 started = time.perf_counter()
                 for cid in convs:
                     key, to_dia, _ = agents[cid]
@@ -483,6 +491,8 @@ if __name__ == "__main__":
     p.add_argument("--layouts", default="",
                    help="comma-separated commit layouts a-e (or their names); default: today's single run")
     p.add_argument("--seed", type=int, default=13, help="the shuffled layout's seed")
+    p.add_argument("--merge", action="store_true", help="run with ZHIYI_MERGE=1 (merged ids count through "
+                                                        "their survivors)")
     ns = p.parse_args()
     if ns.systems is None:
         ns.systems = "-:-,-:0" if ns.layouts else "0.5:0.6,0:0.6,0:0"

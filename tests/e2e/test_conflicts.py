@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from commands.conflicts.judge import PairModel
+from commands.reactions.dedup import DedupPolicy
+from gateway.http.appkeys import RECALL, STORE
 from tests.e2e.conftest import assert_error
 
 PORT_A = "The ComfyUI web UI runs on port 8188"
@@ -62,12 +65,14 @@ async def test_a_contradicting_commit_reports_the_conflict_and_lists_it(api):
 
 
 async def _conflict(api, key_a, key_b, text_a, text_b, a=None, b=None):
-    await _commit(api, key_a, text_a, namespace="shared", **(a or {}))
-    second = await _commit(api, key_b, text_b, namespace="shared", **(b or {}))
+    """A conflict no automatic rule settles: two sources whose trust differs by 0.25, committed together."""
+    await _commit(api, key_a, text_a, namespace="shared", **{"source": "user_chat", **(a or {})})
+    second = await _commit(api, key_b, text_b, namespace="shared", **{"source": "config_parse", **(b or {})})
     assert len(second["conflicts"]) == 1, second
     return second["conflicts"][0], second["memory_id"]
 
 
+@pytest.mark.parametrize("settings_overrides", [{"conflict_auto_resolve": False}], indirect=True)
 async def test_each_strategy(api):
     alice, bob = await api.register("alice"), await api.register("bob")
     resolve = "/api/v1/conflicts/resolve"
@@ -113,7 +118,7 @@ async def test_each_strategy(api):
 
 async def test_conflicts_stay_in_their_namespaces(api):
     alice, carol = await api.register("alice"), await api.register("carol")
-    await _commit(api, alice, PORT_A, namespace="alice-ephemeral")
+    await _commit(api, alice, PORT_A, namespace="alice-ephemeral", source="user_chat")
     second = await _commit(api, alice, PORT_B, namespace="alice-ephemeral", source="config_parse")
     assert len(second["conflicts"]) == 1
     status, mine = await api.call("GET", "/api/v1/conflicts", alice)
@@ -169,6 +174,35 @@ async def test_a_duplicate_is_merged_and_unmerged(api):
     assert [r["memory_id"] for r in rec3["results"]] == ids2
 
 
+async def test_the_rules_settle_what_they_can(api):
+    alice, bob = await api.register("alice"), await api.register("bob")
+    # trust: the user's own words (1.0) over an LLM's distillation (0.4)
+    said = await _commit(api, alice, "The family car is a blue 2019 Honda Civic", namespace="shared",
+                         source="user_verbal")
+    guess = await _commit(api, bob, "The family car is a 2015 Toyota Corolla", namespace="shared",
+                          source="llm_distill")
+    [found] = guess["conflicts"]
+    status, resolved = await api.call("GET", "/api/v1/conflicts", alice, params={"status": "resolved",
+                                                                               "after": await api.settle()})
+    [c] = resolved["conflicts"]
+    assert c["conflict_id"] == found["conflict_id"] and c["resolution"]["rule"] == "trust_gap"
+    assert (c["resolution"]["strategy"], c["resolution"]["winner"], c["resolution"]["loser"]) == \
+        ("trust_wins", said["memory_id"], guess["memory_id"]) and c["resolution"]["resolved_by"] == "system"
+    status, versions = await api.call("GET", f"/api/v1/memory/{guess['memory_id']}/versions", bob)
+    assert versions["status"] == "deprecated"
+    # the same source: the later one wins
+    await _commit(api, alice, "The office Wi-Fi password is hunter2", namespace="shared", source="config_parse")
+    later = await _commit(api, bob, "The office Wi-Fi password is swordfish9", namespace="shared",
+                          source="config_parse")
+    assert len(later["conflicts"]) == 1
+    status, resolved = await api.call("GET", "/api/v1/conflicts", alice, params={"status": "resolved",
+                                                                               "after": await api.settle()})
+    rules = {c["resolution"]["rule"]: c["resolution"]["winner"] for c in resolved["conflicts"]}
+    assert rules == {"trust_gap": said["memory_id"], "same_source": later["memory_id"]}
+    status, still_open = await api.call("GET", "/api/v1/conflicts", alice)
+    assert still_open["count"] == 0
+
+
 @pytest.fixture
 def settings_overrides(request) -> dict:
     return getattr(request, "param", {})
@@ -185,3 +219,37 @@ async def test_both_can_be_turned_off(api):
     status, rec = await api.recall(alice, "what NAS does the user have", cache=False)
     assert {first["memory_id"], dup["memory_id"]} <= {r["memory_id"] for r in rec["results"]}
     assert await api.count_events("memory.merged") == 0 and await api.count_events("conflict.detected") == 0
+
+
+@pytest.mark.parametrize("settings_overrides", [{"run_reactions": False}], indirect=True)
+async def test_merge_then_unmerge_gives_the_recall_order_before_the_merge(api):
+    """The dedup reaction is run by hand (this app runs no reactions), so the state before the merge can be read."""
+    alice = await api.register("alice")
+    for text in ("The NAS runs TrueNAS SCALE on a Ryzen 5600G", "NAS snapshots are kept for 30 days",
+                 "The NAS shares media over SMB to the living-room TV", "The router forwards port 443 to the NAS",
+                 "The user's NAS is a TrueNAS box with 4 x 8 TB disks"):
+        await _commit(api, alice, text)
+    dup = await _commit(api, alice, "The user's NAS is a TrueNAS box with 4 x 8 TB disks.")
+    queries = ("what NAS does the user have", "NAS disks", "TrueNAS", "where do snapshots go")
+    params = {"importance_weight": 0, "cache": False, "top_k": 10}
+
+    async def order(after=None) -> list[list[str]]:
+        out = []
+        for q in queries:
+            status, body = await api.recall(alice, q, **params, **({"after": after} if after else {}))
+            assert status == 200, body
+            out.append([r["memory_id"] for r in body["results"]])
+        return out
+
+    before = await order()
+    assert any(dup["memory_id"] in ids for ids in before)
+    app = api.client.app
+    policy = DedupPolicy(app[RECALL], app[STORE], PairModel.load())
+    follow = await policy.decide(await app[STORE].get(dup["position"]))
+    assert [e.type for e in follow] == ["memory.merged"] and follow[0].data.memory_id == dup["memory_id"]
+    merged = await app[STORE].append(follow)
+    during = await order(merged.position)
+    assert all(dup["memory_id"] not in ids for ids in during)
+    status, body = await api.call("POST", "/api/v1/admin/unmerge", json={"memory_id": dup["memory_id"]})
+    assert status == 200, body
+    assert await order(body["position"]) == before

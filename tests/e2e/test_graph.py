@@ -4,6 +4,8 @@ namespace isolation and bad inputs."""
 
 from __future__ import annotations
 
+import pytest
+
 from eventually import eventually
 from tests.e2e.conftest import assert_error
 from tests.e2e.test_feedback import _commit, _versions
@@ -131,6 +133,13 @@ async def test_a_correction_marks_its_dependants_stale(api):
     assert hit["freshness"] == "stale" and any(w.startswith("stale") for w in hit["warnings"])
 
 
+@pytest.fixture
+def settings_overrides(request) -> dict:
+    return getattr(request, "param", {})
+
+
+# the test's own conflict events are the only verdicts (the auto-resolution rules would settle c1: one source)
+@pytest.mark.parametrize("settings_overrides", [{"conflict_auto_resolve": False}], indirect=True)
 async def test_conflict_edges_and_pruning_with_the_injected_clock(api):
     from events.catalogue import ConflictDetected, ConflictResolved, new_event
     from gateway.http.appkeys import STORE

@@ -40,8 +40,9 @@ def test_settings_are_built_from_the_environment_and_the_arguments():
 
 def test_the_conflict_check_is_on_and_merging_off_unless_set():
     assert Environment.read({}).conflict_check is True and Environment.read({}).merge is False
-    env = Environment.read({"ZHIYI_CONFLICT_CHECK": "0", "ZHIYI_MERGE": "1"})
+    assert Environment.read({}).conflict_auto_resolve is True
+    env = Environment.read({"ZHIYI_CONFLICT_CHECK": "0", "ZHIYI_MERGE": "1", "ZHIYI_CONFLICT_AUTO_RESOLVE": "0"})
     args = parser(env).parse_args(["tick"])
     args.env = env
     settings = build_settings(args, "redis://x:1/0")
-    assert settings.conflict_check is False and settings.merge is True
+    assert settings.conflict_check is False and settings.merge is True and settings.conflict_auto_resolve is False

@@ -231,6 +231,14 @@ class RecallService:
                 out.append((row, float(np.clip(vec @ vector, -1.0, 1.0))))
         return out
 
+    async def holds(self, namespaces: list[str]) -> bool:
+        """Whether any of `namespaces` holds a live memory (the serving index once loaded; before that,
+        whether the table exists at all)."""
+        source = await self._source()
+        if source is self.index and self.index is not None:
+            return self.index.holds(namespaces)
+        return await self.reader.aexists()
+
     async def rows(self, ids: list[str]) -> dict[str, dict[str, Any]]:
         """The live memories' rows (RESULT_COLUMNS) of `ids`, from the serving index or LanceDB."""
         return await (await self._source()).arows(ids)
