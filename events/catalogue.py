@@ -355,7 +355,7 @@ class ConflictDetected:
 class ConflictResolved:
     """A conflict was settled. `strategy`: ask_user (a person chose `winner`), latest_wins,
     primary_wins, trust_wins, keep_both or auto_merge; `rule` names the automatic rule that decided
-    it (trust_gap, age_gap, same_source, profile), "" when an agent or admin chose. The loser, if any,
+    it (trust_gap, age_gap, same_source, importance, profile), "" when an agent or admin chose. The loser, if any,
     is deprecated (or merged, for auto_merge) in the same append. Its CONFLICTS_WITH edge is archived
     by graph pruning 7 days later."""
 
@@ -366,6 +366,8 @@ class ConflictResolved:
     loser: str = ""
     rule: str = ""
     memory_ids: tuple[str, ...] = ()
+    winner_source: str = ""   # the sources of winner and loser: the learned profile of verdicts reads them
+    loser_source: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "memory_ids", tuple(self.memory_ids))

@@ -7,7 +7,9 @@ In order, the first that applies wins:
 2. ``age_gap`` — the memories were committed more than :data:`AGE_GAP_DAYS` days apart: the later
    wins (``latest_wins``);
 3. ``same_source`` — both come from the same source: the later wins (``latest_wins``);
-4. ``importance`` — an importance conflict (the same fact, another tier): the later wins.
+4. ``importance`` — an importance conflict (the same fact, another tier): the later wins;
+5. ``profile`` — people settled at least :data:`PROFILE_MIN` conflicts of this kind between these
+   two sources, always for the same one: that source's memory wins (``trust_wins``).
 
 Otherwise the conflict stays open for a person (``ask_user``). Pure: the two memory rows in, a
 decision out.
@@ -22,6 +24,7 @@ from events.vocabulary import source_trust
 from projections.memories.scores import ms_of
 
 TRUST_GAP: Final = 0.5
+PROFILE_MIN: Final = 3
 AGE_GAP_DAYS: Final = 90
 DAY_MS: Final = 86_400_000
 
@@ -34,8 +37,10 @@ class AutoVerdict:
     loser: str
 
 
-def decide(kind: str, a: dict[str, Any], b: dict[str, Any]) -> AutoVerdict | None:
-    """The automatic verdict on a conflict between rows `a` and `b`, or None (ask a person)."""
+def decide(kind: str, a: dict[str, Any], b: dict[str, Any],
+           profile: dict[str, int] | None = None) -> AutoVerdict | None:
+    """The automatic verdict on a conflict between rows `a` and `b`, or None (ask a person).
+    `profile`: people's earlier verdicts between the two sources, {source: wins}."""
     ta, tb = source_trust(a.get("source", "")), source_trust(b.get("source", ""))
     if abs(ta - tb) > TRUST_GAP:
         win, lose = (a, b) if ta > tb else (b, a)
@@ -48,4 +53,10 @@ def decide(kind: str, a: dict[str, Any], b: dict[str, Any]) -> AutoVerdict | Non
         return AutoVerdict("latest_wins", "same_source", late["id"], early["id"])
     if kind == "importance":
         return AutoVerdict("latest_wins", "importance", late["id"], early["id"])
+    sa, sb = a.get("source", ""), b.get("source", "")
+    wins_a, wins_b = (profile or {}).get(sa, 0), (profile or {}).get(sb, 0)
+    if wins_a >= PROFILE_MIN and wins_b == 0:
+        return AutoVerdict("trust_wins", "profile", a["id"], b["id"])
+    if wins_b >= PROFILE_MIN and wins_a == 0:
+        return AutoVerdict("trust_wins", "profile", b["id"], a["id"])
     return None

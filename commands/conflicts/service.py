@@ -63,8 +63,10 @@ class ConflictCommands:
         if not out.loser and not any(actor.can_write(ns) for ns in conflict["namespaces"]):
             raise Forbidden("resolving needs write access to one of the conflict's memories",
                             {"conflict_id": conflict_id})
+        sources = (rows[out.winner].get("source", "") if out.winner else "",
+                   rows[out.loser].get("source", "") if out.loser else "")
         events: list[Event] = [new_event(ConflictResolved(conflict_id, conflict["namespaces"][0], strategy, out.winner,
-                                                          out.loser, "", tuple(ids)),
+                                                          out.loser, "", tuple(ids), *sources),
                                          ns=conflict["namespaces"][0], agent=actor.agent_id, by=actor.by)]
         guards = []
         if out.loser:

@@ -35,7 +35,9 @@ class ConflictAutoResolvePolicy:
         rows = await self.memories.arows(ids)
         if len(rows) < 2:
             return []
-        verdict = auto_decide(d.kind, rows[ids[0]], rows[ids[1]])
+        a, b = rows[ids[0]], rows[ids[1]]
+        profile = await self.conflicts.profile(d.kind, a.get("source", ""), b.get("source", ""))
+        verdict = auto_decide(d.kind, a, b, profile)
         if verdict is None:
             return []
         loser = (await self.store.memory_indexes([verdict.loser])).get(verdict.loser)
@@ -43,7 +45,9 @@ class ConflictAutoResolvePolicy:
             return []
         ns = d.namespace
         return [new_event(ConflictResolved(d.conflict_id, ns, verdict.strategy, verdict.winner, verdict.loser,
-                                           verdict.rule, tuple(ids)), ns=ns, agent="system", by="reaction"),
+                                           verdict.rule, tuple(ids), rows[verdict.winner].get("source", ""),
+                                           rows[verdict.loser].get("source", "")),
+                          ns=ns, agent="system", by="reaction"),
                 new_event(MemoryDeprecated(verdict.loser, loser.namespace, loser.version + 1,
                                            f"conflict:{d.conflict_id}"), ns=loser.namespace, agent="system",
                           by="reaction")]

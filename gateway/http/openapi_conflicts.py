@@ -25,6 +25,13 @@ SCHEMAS: dict[str, Any] = {
         "memory_ids": {"type": "array", "items": {"type": "string"},
                        "description": "[the memory committed last, the stored one it contradicts]"},
         "namespaces": {"type": "array", "items": {"type": "string"}},
+        "memories": {"type": "array", "description": "the two memories as they are now (in memory_ids order)",
+                     "items": {"type": "object", "properties": {
+                         "memory_id": {"type": "string"}, "content": {"type": "string"},
+                         "namespace": {"type": "string"}, "source": {"type": "string"},
+                         "agent_id": {"type": "string"}, "tier": {"type": "string"}, "timestamp": {"type": "string"},
+                         "status": {"type": "string"}, "is_deleted": {"type": "boolean"},
+                         "missing": {"type": "boolean"}}}},
         "evidence": {"type": "string", "description": "what differed (the values, or a negation)"},
         "detected_at": {"type": "string", "format": "date-time"}, "detected_by": {"type": "string"},
         "position": POSITION,

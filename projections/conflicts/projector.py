@@ -2,7 +2,8 @@
 
 One row per conflict (seed 3.3.2): its two memories and their namespaces (what `GET
 /api/v1/conflicts` filters the caller's access on), kind, confidence and evidence, when it was
-detected, and — once settled — the strategy, rule, winner and loser and when. Rows and the
+detected, and — once settled — the strategy, rule, winner and loser (and their sources: the learned
+profile of verdicts, `ConflictsReader.profile`) and when. Rows and the
 checkpoint are written in one transaction (`projections.core.sqlite_projection`); every value comes
 from the events, times from their HLC.
 """
@@ -29,10 +30,11 @@ CREATE TABLE IF NOT EXISTS conflicts (
     kind TEXT NOT NULL, confidence REAL NOT NULL, evidence TEXT NOT NULL, detected_at TEXT NOT NULL,
     agent TEXT NOT NULL, position TEXT NOT NULL, status TEXT NOT NULL, strategy TEXT NOT NULL,
     rule TEXT NOT NULL, winner TEXT NOT NULL, loser TEXT NOT NULL, resolved_at TEXT NOT NULL,
-    resolved_by TEXT NOT NULL);
+    resolved_by TEXT NOT NULL, winner_source TEXT NOT NULL, loser_source TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS idx_conflicts_status ON conflicts (status, detected_at);
 CREATE INDEX IF NOT EXISTS idx_conflicts_a ON conflicts (memory_a);
 CREATE INDEX IF NOT EXISTS idx_conflicts_b ON conflicts (memory_b);
+CREATE INDEX IF NOT EXISTS idx_conflicts_profile ON conflicts (kind, rule, winner_source, loser_source);
 """
 
 
@@ -55,14 +57,16 @@ class ConflictsProjector(SqliteProjection):
                 nss = list(d.namespaces) + [d.namespace] * 2
                 conn.execute(
                     "INSERT OR IGNORE INTO conflicts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'open', '', '', '', '', "
-                    "'', '')",
+                    "'', '', '', '')",
                     (d.conflict_id, d.namespace, ids[0], ids[1], nss[0], nss[1], d.kind, float(d.confidence),
                      d.evidence, at, ev.agent, ev.position))
             elif isinstance(d, ConflictResolved):
                 conn.execute(
                     "UPDATE conflicts SET status = 'resolved', strategy = ?, rule = ?, winner = ?, loser = ?, "
-                    "resolved_at = ?, resolved_by = ? WHERE conflict_id = ? AND status = 'open'",
-                    (d.strategy, d.rule, d.winner, d.loser, at, ev.agent, d.conflict_id))
+                    "resolved_at = ?, resolved_by = ?, winner_source = ?, loser_source = ? "
+                    "WHERE conflict_id = ? AND status = 'open'",
+                    (d.strategy, d.rule, d.winner, d.loser, at, ev.agent, d.winner_source, d.loser_source,
+                     d.conflict_id))
 
     def read_scope(self, event: Event) -> str | None:
         """Generational: conflicts change no recall."""

@@ -15,7 +15,7 @@ from projections.core.sqlite_reader import SqliteReader
 DB_FILE = "conflicts.db"
 COLUMNS = ("conflict_id", "namespace", "memory_a", "memory_b", "namespace_a", "namespace_b", "kind", "confidence",
            "evidence", "detected_at", "agent", "position", "status", "strategy", "rule", "winner", "loser",
-           "resolved_at", "resolved_by")
+           "resolved_at", "resolved_by", "winner_source", "loser_source")
 STATUSES = ("open", "resolved", "all")
 MAX_LIMIT = 1000
 
@@ -29,6 +29,10 @@ def shaped(row: tuple) -> dict[str, Any]:
             "resolution": None if r["status"] == "open" else {
                 "strategy": r["strategy"], "rule": r["rule"], "winner": r["winner"], "loser": r["loser"],
                 "resolved_at": r["resolved_at"], "resolved_by": r["resolved_by"]}}
+
+
+#: A person's verdicts (rule "") that chose a winner count toward the learned profile.
+PROFILE_STRATEGIES = ("ask_user", "latest_wins", "primary_wins", "auto_merge")
 
 
 class ConflictsReader(SqliteReader):
@@ -69,6 +73,24 @@ class ConflictsReader(SqliteReader):
                                 "ORDER BY detected_at DESC, conflict_id LIMIT ? OFFSET ?",
                                 [*args, limit, offset]).fetchall()
         return [shaped(r) for r in rows], int(total)
+
+    async def profile(self, kind: str, source_a: str, source_b: str) -> dict[str, int]:
+        """How often people settled a `kind` conflict between these two sources for each of them:
+        {source: wins} over the verdicts an agent or admin gave (not the automatic rules')."""
+        return await asyncio.to_thread(self._profile, kind, source_a, source_b)
+
+    def _profile(self, kind: str, source_a: str, source_b: str) -> dict[str, int]:
+        marks = ", ".join("?" for _ in PROFILE_STRATEGIES)
+        with self._lock:
+            conn = self.connection()
+            if conn is None:
+                return {}
+            rows = conn.execute(
+                f"SELECT winner_source, COUNT(*) FROM conflicts WHERE status = 'resolved' AND rule = '' AND kind = ? "
+                f"AND strategy IN ({marks}) AND ((winner_source = ? AND loser_source = ?) OR "
+                "(winner_source = ? AND loser_source = ?)) GROUP BY winner_source",
+                (kind, *PROFILE_STRATEGIES, source_a, source_b, source_b, source_a)).fetchall()
+        return {src: int(n) for src, n in rows}
 
     async def get(self, conflict_id: str) -> dict[str, Any] | None:
         return await asyncio.to_thread(self._get, conflict_id)

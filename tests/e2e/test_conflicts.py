@@ -36,6 +36,8 @@ async def test_a_contradicting_commit_reports_the_conflict_and_lists_it(api):
     assert c["conflict_id"] == found["conflict_id"] and c["status"] == "open" and c["resolution"] is None
     assert c["memory_ids"] == [second["memory_id"], first["memory_id"]] and c["namespaces"] == ["shared", "shared"]
     assert "8188" in c["evidence"] and "8189" in c["evidence"]
+    assert [(m["memory_id"], m["content"], m["agent_id"], m["source"]) for m in c["memories"]] == \
+        [(second["memory_id"], PORT_B, "bob", "config_parse"), (first["memory_id"], PORT_A, "alice", "user_verbal")]
     # recall marks both memories
     status, rec = await api.recall(alice, "ComfyUI port", cache=False)
     assert status == 200
@@ -201,6 +203,24 @@ async def test_the_rules_settle_what_they_can(api):
     assert rules == {"trust_gap": said["memory_id"], "same_source": later["memory_id"]}
     status, still_open = await api.call("GET", "/api/v1/conflicts", alice)
     assert still_open["count"] == 0
+
+
+async def test_peoples_verdicts_become_a_profile_that_settles_the_next_one(api):
+    alice, bob = await api.register("alice"), await api.register("bob")
+    pairs = [("The NAS backup job runs at 02:00 every night", "The NAS backup job runs nightly at 03:30"),
+             ("Grafana listens on port 3000 in the homelab", "In the homelab Grafana listens on port 3300"),
+             ("The staging database is Postgres 14", "Staging runs Postgres 16 for its database"),
+             ("The ComfyUI web UI runs on port 8188", "The ComfyUI web UI runs on port 8189")]
+    for text_a, text_b in pairs[:3]:   # user_chat vs config_parse: no rule applies, a person settles it
+        c, newer = await _conflict(api, alice, bob, text_a, text_b)
+        status, body = await api.call("POST", "/api/v1/conflicts/resolve", alice,
+                                      json={"conflict_id": c["conflict_id"], "strategy": "ask_user", "winner": newer})
+        assert status == 200, body
+    c, newer = await _conflict(api, alice, bob, *pairs[3])
+    status, listed = await api.call("GET", "/api/v1/conflicts", alice, params={"status": "resolved",
+                                                                             "after": await api.settle()})
+    verdict = next(x for x in listed["conflicts"] if x["conflict_id"] == c["conflict_id"])["resolution"]
+    assert (verdict["rule"], verdict["strategy"], verdict["winner"]) == ("profile", "trust_wins", newer)
 
 
 @pytest.fixture

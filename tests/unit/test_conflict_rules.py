@@ -60,6 +60,11 @@ def test_automatic_verdicts_in_the_seeds_order():
     old, new = _row("a", "user_chat", "2026-01-01T00:00:00Z"), _row("b", "config_parse", "2026-01-03T00:00:00Z")
     assert decide("entity", old, new) is None                                                    # ask a person
     assert decide("importance", old, new).winner == "b"
+    # the learned profile: people chose config_parse over user_chat three times, never the other way
+    v = decide("entity", old, new, {"config_parse": 3})
+    assert (v.strategy, v.rule, v.winner) == ("trust_wins", "profile", "b")
+    assert decide("entity", old, new, {"config_parse": 3, "user_chat": 1}) is None   # people disagreed
+    assert decide("entity", old, new, {"config_parse": 2}) is None                   # too few verdicts
 
 
 def test_strategies_pick_the_winner():

@@ -9,7 +9,7 @@ from commands.access import resolve_scope
 from commands.conflicts.resolution import STRATEGIES
 from commands.error_codes import ErrorCode
 from commands.parsing import MEMORY_ID_RE, NAMESPACE_RE, opt_str, require_object, required_text
-from gateway.http.appkeys import CONFLICT_COMMANDS, CONFLICTS, STORE
+from gateway.http.appkeys import CONFLICT_COMMANDS, CONFLICTS, READER, STORE
 from gateway.http.auth import require_admin
 from gateway.http.errors import ApiError
 from gateway.http.requests import acting_agent, after_param, json_body, json_response, query_int, wait_for_projections
@@ -18,6 +18,7 @@ from projections.conflicts.reader import MAX_LIMIT, STATUSES
 DEFAULT_LIMIT = 100
 MAX_OFFSET = 10_000_000
 CONFLICT_ID_CHARS = 64
+MEMORY_COLUMNS = ["id", "content", "namespace", "source", "agent_id", "tier", "timestamp", "status", "is_deleted"]
 
 
 async def listing(request: web.Request) -> web.Response:
@@ -42,6 +43,12 @@ async def listing(request: web.Request) -> web.Response:
     rows, total = await reader.page(scope, status,
                                     query_int(request, "limit", default=DEFAULT_LIMIT, minimum=1, maximum=MAX_LIMIT),
                                     query_int(request, "offset", default=0, minimum=0, maximum=MAX_OFFSET))
+    # what each memory says, so a person can choose (`ask_user`) without another request
+    memories = await request.app[READER].arows(list({m for r in rows for m in r["memory_ids"]}),
+                                               columns=MEMORY_COLUMNS)
+    for r in rows:
+        r["memories"] = [{"memory_id": m, **{c: memories[m][c] for c in MEMORY_COLUMNS if c != "id"}}
+                         if m in memories else {"memory_id": m, "missing": True} for m in r["memory_ids"]]
     return json_response({"conflicts": rows, "count": total,
                           "position": await request.app[STORE].checkpoint("conflicts")})
 
