@@ -78,8 +78,7 @@ def compare(new: Side, old: Side, cosine: float) -> Verdict:
             return Verdict(CONFLICT, "importance", round(cosine, 6), cosine, overlap,
                            f"tier {old.tier} vs {new.tier}")
         return Verdict(DUPLICATE, "", round(cosine, 6), cosine, overlap)
-    evidence = (f"values {sorted(a.values)} vs {sorted(b.values)}" if values_differ
-                else "one denies what the other says")
+    evidence = _evidence(a, b)
     if b.cue or (new.agent == old.agent and new.source == old.source):
         return Verdict(REPLACEMENT, "cue" if b.cue else "same_source", round(cosine, 6), cosine, overlap, evidence)
     kind = "entity" if values_differ else "negation"
@@ -93,9 +92,13 @@ def _kind_of(new: Side, old: Side) -> str:
     return "entity"
 
 
-def _differs(new: Side, old: Side) -> bool:
-    a, b = old.signals, new.signals
-    return bool(a.values and b.values and a.values != b.values) or (a.negations > 0) != (b.negations > 0)
+def _evidence(a: Signals, b: Signals) -> str:
+    """What differs between two texts, for the conflict's `evidence`."""
+    if a.values and b.values and a.values != b.values:
+        return f"values {sorted(a.values)} vs {sorted(b.values)}"
+    if (a.negations > 0) != (b.negations > 0):
+        return "one denies what the other says"
+    return "they say different things"
 
 
 def judge(new: Side, old: Side, cosine: float, model: PairModel) -> Verdict:
@@ -114,11 +117,8 @@ def judge(new: Side, old: Side, cosine: float, model: PairModel) -> Verdict:
         if updates:
             return replace(base, relation=REPLACEMENT, kind="cue" if b.cue else "same_source",
                            confidence=round(p_incompatible, 6))
-        evidence = (f"values {sorted(a.values)} vs {sorted(b.values)}" if a.values != b.values and a.values and b.values
-                    else "one denies what the other says" if (a.negations > 0) != (b.negations > 0)
-                    else "they say different things")
         return replace(base, relation=CONFLICT, kind=_kind_of(new, old), confidence=round(p_incompatible, 6),
-                       evidence=evidence)
+                       evidence=_evidence(a, b))
     if p_same >= model.merge_threshold:
         if new.agent != old.agent and new.tier != old.tier:
             return replace(base, relation=CONFLICT, kind="importance", confidence=round(p_same, 6),

@@ -100,13 +100,14 @@ def new_side(event: Event) -> Side:
                 distilled=bool(d.extractor))
 
 
-def detected_events(commit: Event, found: list[Found]) -> list[Event]:
-    """The `conflict.detected` events of a commit, appended with it."""
+def detected_events(commit: Event, found: list[Found], *, reaction: bool = False) -> list[Event]:
+    """The `conflict.detected` events of a commit: appended with it (by its agent), or after it by a
+    reaction (`reaction`: by the system)."""
     d = commit.data
     return [new_event(ConflictDetected(conflict_id(d.memory_id, f.memory_id), d.namespace, (d.memory_id, f.memory_id),
                                        f.verdict.confidence, f.verdict.kind, f.verdict.evidence[:500],
                                        (d.namespace, f.namespace)),
-                      ns=commit.ns, agent=commit.agent, by=commit.by)
+                      ns=commit.ns, agent="system" if reaction else commit.agent, by="reaction" if reaction else commit.by)
             for f in found]
 
 

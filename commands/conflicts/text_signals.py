@@ -33,16 +33,16 @@ _ZH_NEGATIONS: Final = ("不", "没", "沒", "无", "無", "未", "别", "別", 
 _ZH_NOT_NEGATION: Final = ("不错", "不少", "不久", "不过", "不断", "不同", "不一定", "无论", "非常", "并非不",
                            "差不多", "不仅", "要不", "不然", "未来", "别的", "别人", "别墅", "无线", "无人机",
                            "没错", "不管", "不定期", "否则", "是否", "能否", "可否")
+#: Words that say a statement updates an earlier one (seed: "now", "changed to", "不再", "改为"). Only
+#: explicit ones: "from", "new", "recently" or "已经" start too many sentences that update nothing.
 _EN_CUES: Final = (
-    "now", "changed to", "change to", "switched to", "switch to", "moved to", "move to", "no longer",
-    "not anymore", "anymore", "any more", "as of", "updated to", "upgraded to", "replaced", "instead of",
-    "from now on", "these days", "nowadays", "currently", "has since", "since then", "migrated to",
-    "new ", "newly", "recently", "starting", "effective", "went from", "from ", "was changed", "has changed",
+    "now", "changed to", "change to", "switched to", "switch to", "moved to", "no longer", "not anymore",
+    "anymore", "any more", "as of", "updated to", "upgraded to", "replaced", "instead of", "from now on",
+    "these days", "nowadays", "currently", "has since", "migrated to", "was changed", "has changed",
 )
 _ZH_CUES: Final = ("现在", "改为", "改成", "改到", "换成", "换了", "换到", "不再", "已经换", "搬到", "搬去", "已改",
                    "更新为", "更新到", "升级到", "升级为", "升到", "变成", "变为", "目前", "如今", "调整为", "调整到",
-                   "调到", "迁移到", "迁到", "从今", "以后", "最近", "已经", "新的", "改用", "转到", "转为", "不用了",
-                   "停掉", "停用", "取消了", "退休")
+                   "调到", "迁移到", "迁到", "从今", "改用", "不用了", "停用")
 
 
 @dataclass(frozen=True, slots=True)

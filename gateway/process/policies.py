@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from commands.reactions.cascade import CorrectionCascadePolicy
 from commands.reactions.conflict_resolution import ConflictAutoResolvePolicy
+from commands.reactions.conflict_scan import DistilledConflictsPolicy
 from commands.reactions.dedup import DedupPolicy
 from commands.reactions.distillation import DistillationPolicy
 from commands.reactions.llm_entities import LLMEntityPolicy
@@ -19,13 +20,15 @@ if TYPE_CHECKING:
 
 def reaction_policies(services: Services) -> list[Policy]:
     """The reaction policies a deployment runs: the quality notice, the passive validator, the
-    correction cascade, distillation (the rules and the learned judge, or the LLM's queue), conflict
-    auto-resolution (unless ZHIYI_CONFLICT_AUTO_RESOLVE=0) and dedup (with ZHIYI_MERGE=1), plus the LLM entity extraction when an LLM endpoint is configured."""
+    correction cascade, distillation (the rules and the learned judge, or the LLM's queue), the
+    conflict check of distilled memories (unless ZHIYI_CONFLICT_CHECK=0), conflict auto-resolution (unless ZHIYI_CONFLICT_AUTO_RESOLVE=0) and dedup (with ZHIYI_MERGE=1), plus the LLM entity extraction when an LLM endpoint is configured."""
     s = services
     policies: list[Policy] = [QualityNoticePolicy(s.memories, s.counters),
                               PassiveValidatorPolicy(s.recall, s.memories, s.counters),
                               CorrectionCascadePolicy(s.graph, s.store),
                               DistillationPolicy(s.distill_llm, s.distill_judge)]
+    if s.settings.conflict_check:
+        policies.append(DistilledConflictsPolicy(s.recall, s.pair_model))
     if s.settings.conflict_auto_resolve:
         policies.append(ConflictAutoResolvePolicy(s.memories, s.conflicts, s.store))
     if s.settings.merge:

@@ -13,9 +13,12 @@ merges from the tombstones (`reason=merged`) once the reactions are done.
 - merge precision: merges of the split's memories that join a labelled duplicate or replacement
   pair / all such merges; recall: those pairs merged / all of them.
 
-All memories are committed directly (POST /commit), so the stricter threshold for direct commits
-applies even to pairs marked `distilled` (the bench has no distillation run). Merging is turned on
-(`ZHIYI_MERGE=1`); the pair judge is the shipped `commands/conflicts/pair_model.json`.
+Memories marked `distilled` are appended as the distillation reaction writes them (a
+`memory.committed` with an extractor: checked for conflicts by a reaction, merged under the
+distilled scope); the others are committed by their agents (POST /commit: checked at the door,
+merged only under the stricter direct-commit rule). Conflicts are read from GET /api/v1/conflicts
+(both paths). Merging is turned on (`ZHIYI_MERGE=1`); the pair judge is the shipped
+`commands/conflicts/pair_model.json`.
 
     OPENBLAS_NUM_THREADS=1 .venv/bin/python tests/bench/conflicts.py [--sets dev1,dev2,heldout1,heldout2] [--no-check]
 """
@@ -30,10 +33,15 @@ import tempfile
 import time
 from pathlib import Path
 
+import uuid
+
 import aiohttp
 
 from _harness import private_redis, zhiyi_process  # noqa: E402  (sys.path set by _harness)
 from locomo import post, reactions_done, wait_projected
+
+from events.redis.client import connect  # noqa: E402
+from events.redis.store import EventStore  # noqa: E402
 
 ADMIN = "bench-admin-key"
 DATA = Path(__file__).resolve().parent / "data" / "conflicts"
@@ -41,10 +49,25 @@ HELD_OUT = ("heldout1", "heldout2")
 MERGE_LABELS = ("duplicate", "replacement")
 
 
-async def load(s: aiohttp.ClientSession, base: str, keys: dict[str, str], pairs: list[dict], side: str) -> dict:
+async def load(s: aiohttp.ClientSession, base: str, keys: dict[str, str], pairs: list[dict], side: str,
+               store) -> dict:
+    """Commit one side of every pair: an agent's memory through POST /commit, a `distilled` one as the
+    distillation reaction writes it (a `memory.committed` with an extractor, appended to the log)."""
+    from events.catalogue import MemoryCommitted, new_event
+    from events.vocabulary import DECAY_CLASS_BY_CATEGORY
+
     out = {}
     for p in pairs:
         m = p[side]
+        if m.get("distilled"):
+            mid = str(uuid.uuid4())
+            event = new_event(MemoryCommitted(mid, m["content"], "shared", m["category"],
+                                              DECAY_CLASS_BY_CATEGORY[m["category"]], tier=m["tier"],
+                                              source=m["source"], extractor="bench:distilled"),
+                              ns="shared", agent=m["agent"], by="reaction")
+            res = await store.append([event])
+            out[p["id"]] = {"memory_id": mid, "position": res.position}
+            continue
         body = await post(s, f"{base}/api/v1/commit", {"content": m["content"], "namespace": "shared",
                                                        "source": m["source"], "tier": m["tier"],
                                                        "category": m["category"]}, keys[m["agent"]])
@@ -84,26 +107,29 @@ async def main(args: argparse.Namespace) -> None:
             async with aiohttp.ClientSession() as s:
                 keys = {a: (await post(s, f"{base}/api/v1/agents/register", {"agent_id": a}, ADMIN))["api_key"]
                         for a in agents}
+                store = EventStore(connect(redis_url), origin="bench")
                 t = time.perf_counter()
-                older = await load(s, base, keys, pairs, "a")
+                older = await load(s, base, keys, pairs, "a", store)
                 await wait_projected(s, base, keys[agents[0]], max(b["position"] for b in older.values()))
                 await reactions_done(redis_url)
                 t_b = time.perf_counter()
-                newer = await load(s, base, keys, pairs, "b")
+                newer = await load(s, base, keys, pairs, "b", store)
                 commit_s = (time.perf_counter() - t_b) / len(pairs)
                 await wait_projected(s, base, keys[agents[0]], max(b["position"] for b in newer.values()))
                 await reactions_done(redis_url)
                 stones = await (await s.get(f"{base}/api/v1/admin/tombstones",
                                             params={"reason": "merged", "limit": "1000"},
                                             headers={"X-API-Key": ADMIN})).json()
+                listed = await (await s.get(f"{base}/api/v1/conflicts", params={"status": "all", "limit": "1000"},
+                                            headers={"X-API-Key": ADMIN})).json()
+                await store.redis.aclose()
                 print(f"loaded {len(pairs)} pairs ({2 * len(pairs)} memories, {len(sets)} sets) into one store in "
-                      f"{time.perf_counter() - t:.1f} s; {commit_s * 1000:.1f} ms per commit of a newer memory "
-                      f"(the conflict check included)")
+                      f"{time.perf_counter() - t:.1f} s; {commit_s * 1000:.1f} ms per newer memory "
+                      f"(HTTP commits with the conflict check, and appended distilled ones)")
     ids = {pid: (older[pid]["memory_id"], newer[pid]["memory_id"]) for pid in older}
     by_new: dict[str, set[frozenset]] = collections.defaultdict(set)
-    for pid, body in newer.items():
-        for c in body["conflicts"]:
-            by_new[body["memory_id"]].add(frozenset((body["memory_id"], c["memory_id"])))
+    for c in listed["conflicts"]:   # memory_ids: (the memory committed last, the stored one)
+        by_new[c["memory_ids"][0]].add(frozenset(c["memory_ids"]))
     detections = {d for ds in by_new.values() for d in ds}
     merges = {frozenset((t["original_id"], t["merged_into"])) for t in stones["tombstones"]}
     print(f"conflicts reported: {len(detections)}; merges made: {len(merges)}")

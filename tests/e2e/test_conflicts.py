@@ -273,3 +273,46 @@ async def test_merge_then_unmerge_gives_the_recall_order_before_the_merge(api):
     status, body = await api.call("POST", "/api/v1/admin/unmerge", json={"memory_id": dup["memory_id"]})
     assert status == 200, body
     assert await order(body["position"]) == before
+
+
+async def test_bad_input_gets_a_clear_error(api):
+    alice = await api.register("alice")
+    for params, field in (({"status": "closed"}, "status"), ({"namespace": "no spaces"}, "namespace"),
+                          ({"limit": "0"}, "limit"), ({"offset": "-1"}, "offset"), ({"bogus": "1"}, "bogus")):
+        status, body = await api.call("GET", "/api/v1/conflicts", alice, params=params)
+        assert status == 400, (params, body)
+        assert_error(body)
+        assert body["error"]["details"].get("field") == field, body
+    status, body = await api.call("GET", "/api/v1/conflicts")   # the admin key alone: every conflict
+    assert status == 200 and body["count"] == 0
+    resolve = "/api/v1/conflicts/resolve"
+    for payload, field in (({"strategy": "keep_both"}, "conflict_id"), ({"conflict_id": "c"}, "strategy"),
+                           ({"conflict_id": 7, "strategy": "keep_both"}, "conflict_id"),
+                           ({"conflict_id": "x" * 65, "strategy": "keep_both"}, "conflict_id"),
+                           ({"conflict_id": "c", "strategy": "keep_both", "winner": 3}, "winner")):
+        status, body = await api.call("POST", resolve, alice, json=payload)
+        assert status == 400, (payload, body)
+        assert body["error"]["details"].get("field") == field, body
+    status, body = await api.call("POST", resolve, json={"conflict_id": "c", "strategy": "keep_both"})
+    assert status == 400 and body["error"]["code"] == "agent_id_required"
+    for payload, expected in (({}, 400), ({"memory_id": 5}, 400), ({"memory_id": "../x"}, 400),
+                              ({"memory_id": "0b6d3f4e-0000-4000-8000-000000000000"}, 404)):
+        status, body = await api.call("POST", "/api/v1/admin/unmerge", json=payload)
+        assert status == expected, (payload, body)
+        assert_error(body)
+
+
+async def test_a_distilled_memory_is_checked_too(api):
+    alice, bob = await api.register("alice"), await api.register("bob")
+    stored = await _commit(api, alice, "The NAS backup job runs at 02:00 every night", namespace="shared",
+                           source="config_parse")
+    status, body = await api.call("POST", "/api/v1/episodes", bob, json={
+        "kind": "conversation", "namespace": "shared", "turns": [
+            {"role": "user", "content": "The NAS backup job runs nightly at 03:30."},
+            {"role": "assistant", "content": "Noted."}]})
+    assert status == 201, body
+    status, listed = await api.call("GET", "/api/v1/conflicts", alice, params={"status": "all",
+                                                                             "after": await api.settle()})
+    [c] = listed["conflicts"]
+    assert c["memory_ids"][1] == stored["memory_id"] and c["detected_by"] == "system", c
+    assert "03:30" in c["memories"][0]["content"]
