@@ -30,7 +30,7 @@ def reaction_policies(services: Services) -> list[Policy]:
     if s.settings.conflict_check:
         policies.append(DistilledConflictsPolicy(s.recall, s.pair_model))
     if s.settings.conflict_auto_resolve:
-        policies.append(ConflictAutoResolvePolicy(s.memories, s.conflicts, s.store))
+        policies.append(ConflictAutoResolvePolicy(s.memories, s.conflicts, s.store, s.llm))
     if s.settings.merge:
         policies.append(DedupPolicy(s.recall, s.store, s.pair_model))
     if s.llm is not None:

@@ -17,7 +17,8 @@ Memories marked `distilled` are appended as the distillation reaction writes the
 `memory.committed` with an extractor: checked for conflicts by a reaction, merged under the
 distilled scope); the others are committed by their agents (POST /commit: checked at the door,
 merged only under the stricter direct-commit rule). Conflicts are read from GET /api/v1/conflicts
-(both paths). Merging is turned on (`ZHIYI_MERGE=1`); the pair judge is the shipped
+(both paths); with `LLM_ENDPOINT` set (the environment reaches the server), the ones the model's
+verdict dismissed (`llm:compatible`, `llm:same`) do not count. Merging is turned on (`ZHIYI_MERGE=1`); the pair judge is the shipped
 `commands/conflicts/pair_model.json`.
 
     OPENBLAS_NUM_THREADS=1 .venv/bin/python tests/bench/conflicts.py [--sets dev1,dev2,heldout1,heldout2] [--no-check]
@@ -128,11 +129,16 @@ async def main(args: argparse.Namespace) -> None:
                       f"(HTTP commits with the conflict check, and appended distilled ones)")
     ids = {pid: (older[pid]["memory_id"], newer[pid]["memory_id"]) for pid in older}
     by_new: dict[str, set[frozenset]] = collections.defaultdict(set)
+    dismissed = 0
     for c in listed["conflicts"]:   # memory_ids: (the memory committed last, the stored one)
+        if (c["resolution"] or {}).get("rule") in ("llm:compatible", "llm:same"):
+            dismissed += 1          # the LLM's verdict: a false alarm (LLM_ENDPOINT set when the bench ran)
+            continue
         by_new[c["memory_ids"][0]].add(frozenset(c["memory_ids"]))
     detections = {d for ds in by_new.values() for d in ds}
     merges = {frozenset((t["original_id"], t["merged_into"])) for t in stones["tombstones"]}
-    print(f"conflicts reported: {len(detections)}; merges made: {len(merges)}")
+    print(f"conflicts reported: {len(detections)} ({dismissed} more dismissed by the LLM's verdict); "
+          f"merges made: {len(merges)}")
     for name, ps in sets.items():
         report(name, ps, ids, detections, by_new, merges)
     held = [p for name in HELD_OUT if name in sets for p in sets[name]]
