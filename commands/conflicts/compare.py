@@ -1,39 +1,28 @@
 """Two memories, compared (seed 3.3.2 and 6.2): the same fact again, an update, a contradiction, or
 nothing to say.
 
-:func:`judge` decides with the learned pair judge (`commands.conflicts.judge`: two logistic
-regressions over `commands.conflicts.pair_features`), and names the kind by the rules below;
-:func:`compare` is the rules alone (the judge's fallback, and the kinds' definitions). Both are pure:
-the two texts' signals (`commands.conflicts.text_signals`), the cosine of their vectors and who wrote
-them, never a clock. `tests/bench/conflicts.py` measures them on held-out pairs.
+:func:`judge` decides with the learned pair judge (`commands.conflicts.judge`: two gradient-boosted
+tree ensembles over `commands.conflicts.pair_features`) and names the relation by the labels' rules.
+Pure: the two texts' signals (`commands.conflicts.text_signals`), the cosine of their vectors and who
+wrote them, never a clock. `tests/bench/conflicts.py` measures it on held-out pairs.
 
-- **duplicate**: neither text gives a value the other lacks or denies what the other says, and the
-  vectors are very close (cosine >= :data:`DUPLICATE_COSINE`). From two agents with different tiers
-  it is an **importance** conflict instead (seed 3.3.2 type 3).
-- **replacement**: the texts are close (cosine >= :data:`RELATED_COSINE`) and differ in a value or
-  a negation, and the newer one says it updates ("now", "changed to", "不再", "改为"...) or comes
-  from the same agent and source as the older one (seed: a later restatement replaces).
-- **conflict**: the same, without that: an **entity** conflict when values differ (same subject,
-  another value), a **negation** conflict when one denies what the other says.
+- **duplicate**: the same fact again; from two agents with different tiers it is an **importance**
+  conflict instead (seed 3.3.2 type 3).
+- **replacement**: the texts are incompatible (another value, or one denies the other) and the newer
+  one says it updates ("now", "changed to", "不再", "改为"...) or comes from the same agent and source.
+- **conflict**: incompatible without that: **entity** (same subject, another value) or **negation**.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Final
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from commands.conflicts.text_signals import Signals
 from commands.reactions.validation_match import _overlap
 
 if TYPE_CHECKING:
     from commands.conflicts.judge import PairModel
-
-#: Below this cosine two memories are about different things (nothing is compared).
-RELATED_COSINE: Final = 0.45
-#: A pair this close, with no value or negation apart, is the same fact.
-DUPLICATE_COSINE: Final = 0.85
 
 DUPLICATE: Final = "duplicate"
 REPLACEMENT: Final = "replacement"
@@ -61,28 +50,6 @@ class Verdict:
     cosine: float = 0.0
     overlap: float = 0.0
     evidence: str = ""
-
-
-def compare(new: Side, old: Side, cosine: float) -> Verdict:
-    """What `new` (committed later) is to `old`."""
-    a, b = old.signals, new.signals
-    overlap = _overlap(a.features, b.features)
-    if cosine < RELATED_COSINE:
-        return Verdict(NONE, cosine=cosine, overlap=overlap)
-    values_differ = bool(a.values and b.values and a.values != b.values)
-    negation_differs = (a.negations > 0) != (b.negations > 0)
-    if not values_differ and not negation_differs:
-        if cosine < DUPLICATE_COSINE:
-            return Verdict(NONE, cosine=cosine, overlap=overlap)
-        if new.agent != old.agent and new.tier != old.tier:
-            return Verdict(CONFLICT, "importance", round(cosine, 6), cosine, overlap,
-                           f"tier {old.tier} vs {new.tier}")
-        return Verdict(DUPLICATE, "", round(cosine, 6), cosine, overlap)
-    evidence = _evidence(a, b)
-    if b.cue or (new.agent == old.agent and new.source == old.source):
-        return Verdict(REPLACEMENT, "cue" if b.cue else "same_source", round(cosine, 6), cosine, overlap, evidence)
-    kind = "entity" if values_differ else "negation"
-    return Verdict(CONFLICT, kind, round(min(1.0, cosine), 6), cosine, overlap, evidence)
 
 
 def _kind_of(new: Side, old: Side) -> str:

@@ -16,7 +16,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Final
 
-from commands.conflicts.compare import CONFLICT, Side, Verdict, compare, judge
+from commands.conflicts.compare import CONFLICT, Side, Verdict, judge
 from commands.conflicts.judge import PairModel
 from commands.conflicts.text_signals import signals
 from events.catalogue import ConflictDetected, new_event
@@ -57,7 +57,7 @@ class Found:
 @dataclass
 class ConflictDetector:
     recall: Any       # projections.queries.recall.service.RecallService
-    model: PairModel | None = None   # the learned pair judge; None: the rules alone
+    model: PairModel  # the learned pair judge
     candidates: int = CANDIDATES
 
     async def related(self, new: Side, content: str, namespace: str,
@@ -69,7 +69,7 @@ class ConflictDetector:
             if row["id"] in exclude or row["id"] == new.memory_id:
                 continue
             old = side_of(row)
-            verdict = judge(new, old, cosine, self.model) if self.model is not None else compare(new, old, cosine)
+            verdict = judge(new, old, cosine, self.model)
             if verdict.relation != "none":
                 out.append(Found(row["id"], row["namespace"], verdict, conflict_id(new.memory_id, row["id"]),
                                  old.distilled))

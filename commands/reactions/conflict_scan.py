@@ -18,7 +18,7 @@ from events.envelope import Event
 @dataclass
 class DistilledConflictsPolicy:
     recall: Any                      # projections.queries.recall.service.RecallService
-    model: PairModel | None = None
+    model: PairModel
     name: str = "distilled_conflicts"
     reads: tuple[str, ...] = ("memories",)
 

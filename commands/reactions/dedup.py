@@ -18,9 +18,7 @@ commits two close facts usually means both — several ports, several GPUs, a co
 (LoCoMo's turns lost 4.8 points of recall@5 when any judged pair of them merged). They need a
 probability of at least :data:`DIRECT_MERGE_PROBABILITY` and a cosine of at least
 :data:`DIRECT_DUPLICATE_COSINE`, and a replacement also needs an explicit update cue in the newer
-memory. With the rules alone,
-distilled memories merge at cosine >= `compare.DUPLICATE_COSINE`, direct commits at
-:data:`DIRECT_DUPLICATE_COSINE`, replacements at :data:`REPLACEMENT_COSINE`.
+memory.
 """
 
 from __future__ import annotations
@@ -35,31 +33,25 @@ from events.catalogue import MemoryCommitted, MemoryMerged, new_event
 from events.envelope import Event
 
 DIRECT_DUPLICATE_COSINE: Final = 0.93
-REPLACEMENT_COSINE: Final = 0.6
 DIRECT_MERGE_PROBABILITY: Final = 0.9
 
 
-def mergeable(new: Side, found: Found, judged: bool) -> bool:
+def mergeable(new: Side, found: Found) -> bool:
     """Is this verdict strong enough to merge (the scope and thresholds above)?"""
     v: Verdict = found.verdict
     if v.relation not in (DUPLICATE, REPLACEMENT):
         return False
-    distilled = new.distilled or found.old_distilled
-    if judged:
-        if distilled:
-            return True
-        strong = v.confidence >= DIRECT_MERGE_PROBABILITY and v.cosine >= DIRECT_DUPLICATE_COSINE
-        return strong and (v.relation == DUPLICATE or v.kind == "cue")
-    if v.relation == DUPLICATE:
-        return distilled or v.cosine >= DIRECT_DUPLICATE_COSINE
-    return v.cosine >= REPLACEMENT_COSINE
+    if new.distilled or found.old_distilled:
+        return True
+    strong = v.confidence >= DIRECT_MERGE_PROBABILITY and v.cosine >= DIRECT_DUPLICATE_COSINE
+    return strong and (v.relation == DUPLICATE or v.kind == "cue")
 
 
 @dataclass
 class DedupPolicy:
     recall: Any                      # projections.queries.recall.service.RecallService
     store: Any                       # events.redis.store.EventStore (the write-side index: versions)
-    model: PairModel | None = None   # the learned pair judge (None: the rules alone)
+    model: PairModel                 # the learned pair judge
     name: str = "dedup"
     reads: tuple[str, ...] = ("memories",)
 
@@ -70,8 +62,7 @@ class DedupPolicy:
         d: MemoryCommitted = event.data
         new = new_side(event)
         found = await ConflictDetector(self.recall, self.model).related(new, d.content, d.namespace)
-        judged = self.model is not None
-        best = next((f for f in found if f.namespace == d.namespace and mergeable(new, f, judged)), None)
+        best = next((f for f in found if f.namespace == d.namespace and mergeable(new, f)), None)
         if best is None:
             return []
         duplicate = best.verdict.relation == DUPLICATE
