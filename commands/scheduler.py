@@ -13,8 +13,9 @@ One `tick` at the clock's `now`:
    resolved conflicts, one `graph.pruned` event (the graph projector then recomputes PageRank).
 
 Every selection is a pure function of the projection and `now`, so a tick run twice decides
-nothing new the second time. `zhiyi up` ticks every `interval_s`; `POST /api/v1/admin/tick` and
-`zhiyi tick` run one now. The clock is injected (`events.clock`), so tests move time by days.
+nothing new the second time. `POST /api/v1/admin/tick` and `zhiyi tick` run one now; in a running
+server the triggers (`commands.triggers`) run its parts on their schedule: `decay` (steps 2-4, every
+6 h) and `prune` (step 5, every 24 h). The clock is injected (`events.clock`), so tests move time by days.
 """
 
 from __future__ import annotations
@@ -27,11 +28,11 @@ import structlog
 
 from commands.decide import Decision, decide_deadline_deprecations, decide_downweights, decide_forget
 from commands.handlers import CommandService
-from commands.rules.forgetting import DEFAULT_CAPACITY, ForgetCandidate, choose
+from commands.rules.forgetting import DEFAULT_CAPACITY, ForgetCandidate, choose, over_capacity
 from commands.rules.time_rules import Due, quality_deadline, stale_unrecalled
 from events.catalogue import GraphPruned, new_event
 from events.clock import Clock
-from events.redis.client import RETRY_BACKOFF_MAX_S, TRANSIENT_ERRORS
+from events.envelope import Event
 from events.vocabulary import SHARED_NAMESPACE
 from projections.graph.reader import PrunePlan
 from projections.memories.scores import STALE_IMPORTANCE_FACTOR
@@ -75,6 +76,7 @@ class Scheduler:
     graph: Any = None           # projections.graph.reader.GraphReader (None: no graph maintenance)
     capacity: int = DEFAULT_CAPACITY
     wait_s: float = 30.0
+    rates: Any = None           # .get() -> the calibrated decay rates (projections.consolidation.reader.DecayRates)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False, repr=False)
 
     async def _rows(self, namespace: str | None = None) -> list[dict[str, Any]]:
@@ -87,34 +89,39 @@ class Scheduler:
         if position and not await self.waiter.wait(READS, position, self.wait_s):
             raise SchedulerLag(position)
 
-    async def tick(self, *, dry_run: bool = False, capacity: int | None = None) -> TickReport:
-        """One run of every time-driven rule at the clock's now (serialised: one tick at a time)."""
+    async def tick(self, *, dry_run: bool = False, capacity: int | None = None, prune: bool = True) -> TickReport:
+        """One run of every time-driven rule at the clock's now (serialised: one tick at a time);
+        `prune=False`: without the graph prune (the `decay` trigger; `prune` has its own)."""
         capacity = self.capacity if capacity is None else capacity
         async with self._lock:
             now = self.clock.now_ms()
             if dry_run:
                 rows = await self._rows()
-                deadline, stale = quality_deadline(rows, now), stale_unrecalled(rows, now)
+                deadline, stale = quality_deadline(rows, now), stale_unrecalled(rows, now, self._rates())
                 doomed = {d.memory_id for d in deadline}
                 for r in rows:  # what the forget run would see after the deprecations
                     if r["id"] in doomed:
                         r["status"] = "deprecated"
-                return TickReport(now, deadline, stale, choose(rows, capacity), await self._prune_plan(now), "", True)
+                forget = choose(rows, capacity, await self._degrees(rows, capacity))
+                return TickReport(now, deadline, stale, forget, await self._prune_plan(now), "", True)
             deprecated, p1 = await self.commands.planned(
                 lambda: self._select(quality_deadline, now), decide_deadline_deprecations, "quality_deadline")
             downweighted, p2 = await self.commands.planned(
-                lambda: self._select(stale_unrecalled, now),
+                lambda: self._select(lambda rows, at: stale_unrecalled(rows, at, self._rates()), now),
                 lambda due: decide_downweights(due, STALE_IMPORTANCE_FACTOR), "stale_rule")
             await self._settle(p2 or p1)
             forgotten, p3 = await self.commands.planned(
                 lambda: self._forget_plan(capacity), lambda c: _forget_decision(c), "forget")
             await self._settle(p3 or p2 or p1)
-            pruned, p4 = await self._prune(now)
+            pruned, p4 = await self._prune(now) if prune else (PrunePlan(), "")
             report = TickReport(now, deprecated, downweighted, forgotten, pruned, p4 or p3 or p2 or p1)
             log.info("scheduler.ticked", now_ms=now, deprecated=len(deprecated), downweighted=len(downweighted),
                      forgotten=len(forgotten), pruned_nodes=len(pruned.removed_nodes),
                      pruned_edges=len(pruned.removed_edges), position=report.position)
             return report
+
+    def _rates(self) -> Any:
+        return self.rates.get() if self.rates is not None else None
 
     async def _prune_plan(self, now: int) -> PrunePlan:
         if self.graph is None:
@@ -124,20 +131,43 @@ class Scheduler:
             raise SchedulerLag(last, ["graph"])
         return await asyncio.to_thread(self.graph.prune_plan, now)
 
-    async def _prune(self, now: int) -> tuple[PrunePlan, str]:
+    async def prune_decision(self, now: int, *, always: bool = False) -> tuple[PrunePlan, Event | None]:
+        """The graph prune at `now` as its `graph.pruned` event (None for an empty plan unless `always`:
+        deep consolidation appends it anyway, so the PageRank is recomputed)."""
         plan = await self._prune_plan(now)
-        if not plan:
+        if not plan and not always:
+            return plan, None
+        return plan, new_event(GraphPruned(plan.removed_nodes, plan.removed_edges, plan.archived_edges,
+                                           plan.merged_edges), ns=SHARED_NAMESPACE, agent="system", by="scheduler")
+
+    async def _prune(self, now: int) -> tuple[PrunePlan, str]:
+        plan, event = await self.prune_decision(now)
+        if event is None:
             return plan, ""
-        event = new_event(GraphPruned(plan.removed_nodes, plan.removed_edges, plan.archived_edges, plan.merged_edges),
-                          ns=SHARED_NAMESPACE, agent="system", by="scheduler")
         res = await self.store.append([event])
         return plan, res.position
+
+    async def prune(self) -> tuple[PrunePlan, str]:
+        """The graph prune alone, now (the `prune` trigger)."""
+        async with self._lock:
+            return await self._prune(self.clock.now_ms())
 
     async def _select(self, rule: Callable[[list[dict[str, Any]], int], list[Due]], now: int) -> list[Due]:
         return rule(await self._rows(), now)
 
     async def _forget_plan(self, capacity: int, namespace: str | None = None) -> list[ForgetCandidate]:
-        return choose(await self._rows(namespace), capacity)
+        rows = await self._rows(namespace)
+        return choose(rows, capacity, await self._degrees(rows, capacity))
+
+    async def _degrees(self, rows: list[dict[str, Any]], capacity: int) -> dict[str, int]:
+        """Graph degrees of the LRU pass's candidates (plan E4.3), once the graph has the log's end."""
+        ids = over_capacity(rows, capacity)
+        if not ids or self.graph is None:
+            return {}
+        last = await self.store.last_position()
+        if last and not await self.waiter.wait(["graph"], last, self.wait_s):
+            raise SchedulerLag(last, ["graph"])
+        return await asyncio.to_thread(self.graph.degrees, ids)
 
     async def forget(self, *, capacity: int | None = None, namespace: str | None = None,
                      dry_run: bool = False, by: str = "admin") -> tuple[list[ForgetCandidate], str]:
@@ -148,27 +178,6 @@ class Scheduler:
                 return await self._forget_plan(capacity, namespace), ""
             return await self.commands.planned(lambda: self._forget_plan(capacity, namespace),
                                                lambda c: _forget_decision(c, by=by), "forget")
-
-    async def run(self, stop: asyncio.Event, interval_s: float) -> None:
-        """Tick every `interval_s` until `stop`. A tick failed by a transient Redis error is tried again
-        after a back-off (up to 2 s), not an interval later; other errors are logged (the next tick
-        tries again)."""
-        wait, delay = interval_s, 0.1
-        while not stop.is_set():
-            try:
-                await asyncio.wait_for(stop.wait(), wait)
-                return
-            except asyncio.TimeoutError:
-                pass
-            try:
-                await self.tick()
-            except TRANSIENT_ERRORS as exc:
-                log.warning("scheduler.redis_error", error=str(exc), retry_in_s=delay)
-                wait, delay = delay, min(delay * 2, RETRY_BACKOFF_MAX_S)
-                continue
-            except Exception:  # noqa: BLE001 - a failed tick must not stop the schedule
-                log.exception("scheduler.tick_failed")
-            wait, delay = interval_s, 0.1
 
 
 def _forget_decision(candidates: list[ForgetCandidate], *, by: str = "scheduler") -> Decision:

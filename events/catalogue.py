@@ -144,11 +144,13 @@ class MemoryCommitted:
     derived_from: str = ""
     extractor: str = ""                              # distilled: the extractor that wrote it ("" = an agent's commit)
     scores: tuple[tuple[str, float], ...] = ()       # distilled: (dimension, score) pairs, e.g. seed 3.1's IS..RU
+    derived_from_memories: tuple[str, ...] = ()      # a pattern (L2): the memories it was mined from
 
     def __post_init__(self) -> None:
         # decoded JSON gives lists; keep payloads hashable and comparable
         object.__setattr__(self, "tags", tuple(self.tags))
         object.__setattr__(self, "depends_on", tuple(self.depends_on))
+        object.__setattr__(self, "derived_from_memories", tuple(self.derived_from_memories))
         object.__setattr__(self, "scores", tuple((str(k), float(v)) for k, v in self.scores))
 
 
@@ -373,4 +375,10 @@ from events.episode_events import (  # noqa: E402
 from events.conflict_events import (  # noqa: E402
     ConflictDetected as ConflictDetected, ConflictResolved as ConflictResolved, MemoryMerged as MemoryMerged,
     MemoryUnmerged as MemoryUnmerged,
+)
+# The consolidation, trigger and notice events (registered, and re-exported here).
+from events.consolidation_events import (  # noqa: E402
+    ConsolidationCompleted as ConsolidationCompleted, ConsolidationStepDisabled as ConsolidationStepDisabled,
+    ConsolidationStepEnabled as ConsolidationStepEnabled, NoticeRaised as NoticeRaised, TriggerFailed as TriggerFailed,
+    TriggerFired as TriggerFired, TriggerPaused as TriggerPaused, TriggerResumed as TriggerResumed,
 )

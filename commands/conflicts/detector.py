@@ -22,6 +22,7 @@ from commands.conflicts.text_signals import signals
 from events.catalogue import ConflictDetected, new_event
 from events.envelope import Event
 from events.vocabulary import SHARED_NAMESPACE
+from projections.consolidation.reader import is_mined
 
 CANDIDATES: Final = 8
 #: At most this many conflicts are reported for one new memory (the closest).
@@ -66,8 +67,8 @@ class ConflictDetector:
         near = await self.recall.neighbours(content[:2000], scope_of(namespace), self.candidates)
         out = []
         for row, cosine in near:
-            if row["id"] in exclude or row["id"] == new.memory_id:
-                continue
+            if row["id"] in exclude or row["id"] == new.memory_id or is_mined(row.get("extractor") or ""):
+                continue   # a mined pattern summarises memories: it neither contradicts nor duplicates one
             old = side_of(row)
             verdict = judge(new, old, cosine, self.model)
             if verdict.relation != "none":

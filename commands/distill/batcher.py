@@ -7,6 +7,7 @@ nonsense, the batch falls back to the extractor without an LLM (the episode's no
 The queue is the episodes projection itself, so nothing is lost in a crash: a batch whose results
 were not appended is taken again. Each episode's outcome is appended with the idempotency key
 `distill:<episode row id>`, so two gateways running a batcher never distil one episode twice.
+The `distill` trigger (`commands.triggers`) runs `run_once` when a batch is due.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from commands.distill.outcome import EpisodeRef
 from commands.distill.rule_extractor import Candidate
 from commands.llm import BudgetExhausted, LLMError
 from events.clock import Clock
-from events.redis.client import TRANSIENT_ERRORS
 from events.redis.store import EventStore, Idempotency
 
 log = structlog.get_logger(__name__)
@@ -47,22 +47,8 @@ class DistillBatcher:
     clock: Clock
     batch_size: int = BATCH_SIZE
     max_wait_s: float = MAX_WAIT_S
-    poll_s: float = 5.0
     judge: StatementJudge | None = None   # the fallback's learned judge (`learned:v1`); None: the rules alone
     _appended: set[str] = field(default_factory=set, init=False, repr=False)   # until the projection shows them
-
-    async def run(self, stop: asyncio.Event) -> None:
-        while not stop.is_set():
-            try:
-                await self.run_once()
-            except TRANSIENT_ERRORS as exc:
-                log.warning("distill.batcher_redis_error", error=str(exc))
-            except Exception:  # noqa: BLE001 - logged; the next poll tries again
-                log.exception("distill.batcher_failed")
-            try:
-                await asyncio.wait_for(stop.wait(), self.poll_s)
-            except asyncio.TimeoutError:
-                pass
 
     async def run_once(self) -> int:
         """Distil every batch that is due now; returns the episodes distilled."""

@@ -13,6 +13,7 @@ from commands.conflicts.detector import ConflictDetector, detected_events
 from commands.conflicts.judge import PairModel
 from events.catalogue import MemoryCommitted
 from events.envelope import Event
+from projections.consolidation.reader import is_distilled
 
 
 @dataclass
@@ -23,7 +24,8 @@ class DistilledConflictsPolicy:
     reads: tuple[str, ...] = ("memories",)
 
     def wants(self, event: Event) -> bool:
-        return isinstance(event.data, MemoryCommitted) and bool(event.data.extractor) and \
+        """Distilled memories; not a pattern (L2), which summarises memories it would "contradict"."""
+        return isinstance(event.data, MemoryCommitted) and is_distilled(event.data.extractor) and \
             bool(event.data.content.strip())
 
     async def decide(self, event: Event) -> list[Event]:

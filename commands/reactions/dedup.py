@@ -31,6 +31,7 @@ from commands.conflicts.detector import ConflictDetector, Found, new_side
 from commands.conflicts.judge import PairModel
 from events.catalogue import MemoryCommitted, MemoryMerged, new_event
 from events.envelope import Event
+from projections.consolidation.reader import is_mined
 
 DIRECT_DUPLICATE_COSINE: Final = 0.93
 DIRECT_MERGE_PROBABILITY: Final = 0.9
@@ -56,7 +57,8 @@ class DedupPolicy:
     reads: tuple[str, ...] = ("memories",)
 
     def wants(self, event: Event) -> bool:
-        return isinstance(event.data, MemoryCommitted) and bool(event.data.content.strip())
+        return isinstance(event.data, MemoryCommitted) and bool(event.data.content.strip()) and \
+            not is_mined(event.data.extractor)   # a pattern summarises its members: never merged with them
 
     async def decide(self, event: Event) -> list[Event]:
         d: MemoryCommitted = event.data

@@ -24,6 +24,7 @@ from events.envelope import Event
 from events.redis.counters import Counters
 from events.vocabulary import SHARED_NAMESPACE
 from projections.queries.recall.service import RecallRequest
+from projections.consolidation.reader import is_mined
 from projections.memories.scores import ms_of
 
 CANDIDATES = 10          # nearest stored memories compared with each commit
@@ -41,7 +42,8 @@ class PassiveValidatorPolicy:
     reads: tuple[str, ...] = ("memories",)
 
     def wants(self, event: Event) -> bool:
-        return isinstance(event.data, MemoryCommitted) and bool(event.data.content.strip())
+        return isinstance(event.data, MemoryCommitted) and bool(event.data.content.strip()) and \
+            not is_mined(event.data.extractor)   # a pattern restates its members: no independent evidence
 
     async def decide(self, event: Event) -> list[Event]:
         d = event.data

@@ -7,7 +7,9 @@ In this order, each memory at most once (the first rule that takes it names the 
 2. ``deprecated`` — marked deprecated (POST /feedback/deprecate);
 3. ``lru`` — a namespace still holding more than ``capacity`` live memories loses the lowest
    recall_count first, ties by the oldest last_recalled_at (never recalled first), then the oldest
-   commit, then id. tier=core memories are never evicted for capacity.
+   commit, then id. tier=core memories are never evicted for capacity. Well-connected memories are
+   protected (plan E4.3): a memory whose knowledge-graph degree is above
+   :data:`PROTECTED_DEGREE` is evicted only after every candidate of degree <= 5 in its namespace.
 
 Pure over rows (`projections.queries.live_memories.live_rows` reads them), so the same projection
 state always gives the same plan.
@@ -16,11 +18,12 @@ state always gives the same plan.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 QUALITY_LOW_BELOW = 0.2
 MIN_FEEDBACK = 5
 DEFAULT_CAPACITY = 10_000
+PROTECTED_DEGREE = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +35,19 @@ class ForgetCandidate:
     content: str
 
 
-def choose(rows: list[dict[str, Any]], capacity: int = DEFAULT_CAPACITY) -> list[ForgetCandidate]:
+def over_capacity(rows: list[dict[str, Any]], capacity: int) -> list[str]:
+    """Ids of the memories an LRU pass could evict: those of namespaces above `capacity` (their
+    degrees are what `choose` needs)."""
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row["namespace"]] = counts.get(row["namespace"], 0) + 1
+    return sorted(r["id"] for r in rows if counts[r["namespace"]] > capacity and r.get("tier") != "core")
+
+
+def choose(rows: list[dict[str, Any]], capacity: int = DEFAULT_CAPACITY,
+           degrees: Mapping[str, int] | None = None) -> list[ForgetCandidate]:
+    """`degrees`: graph degree by memory id (absent: 0), for the E4.3 protection."""
+    degree = degrees or {}
     out: list[ForgetCandidate] = []
     taken: set[str] = set()
 
@@ -58,7 +73,8 @@ def choose(rows: list[dict[str, Any]], capacity: int = DEFAULT_CAPACITY) -> list
         if excess <= 0:
             continue
         evictable = sorted((r for r in live if r.get("tier") != "core"),
-                           key=lambda r: (int(r["recall_count"]), r["last_recalled_at"] or "", r["timestamp"], r["id"]))
+                           key=lambda r: (degree.get(r["id"], 0) > PROTECTED_DEGREE, int(r["recall_count"]),
+                                          r["last_recalled_at"] or "", r["timestamp"], r["id"]))
         for row in evictable[:excess]:
             take(row, "lru")
     return out

@@ -14,7 +14,7 @@ and `last_recalled_at` from the activity projection).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from projections.memories import scores
 from projections.memories.scores import (
@@ -53,14 +53,16 @@ def quality_deadline(rows: Iterable[dict[str, Any]], now_ms: int) -> list[Due]:
     return out
 
 
-def stale_unrecalled(rows: Iterable[dict[str, Any]], now_ms: int) -> list[Due]:
+def stale_unrecalled(rows: Iterable[dict[str, Any]], now_ms: int,
+                     rates: Mapping[str, float] | None = None) -> list[Due]:
+    """`rates`: the calibrated decay rates (appendix B's when absent)."""
     out = []
     for r in sorted(rows, key=lambda r: r["id"]):
         if r.get("tier") == "core":
             continue
         if float(r.get("importance") or 0.0) <= STALE_IMPORTANCE_FACTOR + _EPS:
             continue
-        s = scores_of(r, now_ms, int(r.get("recall_count") or 0), r.get("last_recalled_at") or "")
+        s = scores_of(r, now_ms, int(r.get("recall_count") or 0), r.get("last_recalled_at") or "", rates)
         if s.freshness == "stale" and s.idle_days >= STALE_UNRECALLED_DAYS:
             out.append(Due(r["id"], r["namespace"], int(r["version"]),
                            f"stale and not recalled for {STALE_UNRECALLED_DAYS} days"))

@@ -91,3 +91,8 @@ def llm_calls(day: str, budget: str = "") -> str:
     """The LLM call counter of one UTC day ("2026-12-03") for one budget ("" = the general one, used by
     entity extraction; "distill" = distillation's own)."""
     return LLM_CALLS_PREFIX + (f"{budget}:" if budget else "") + day
+
+
+def lease(name: str) -> str:
+    """A lease one instance holds while it runs `name` (e.g. the triggers): a string with a TTL."""
+    return f"{PREFIX}lease:{name}"

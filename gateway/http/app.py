@@ -12,17 +12,18 @@ from aiohttp import web
 
 from events.clock import SystemClock
 from gateway.http.appkeys import (
-    ACTIVITY, AUDIT, BACKGROUND, CLOCK, COMMANDS, CONFLICT_COMMANDS, CONFLICTS, DISTILL_BATCHER, EMBEDDER, EPISODE_COMMANDS, EPISODES, EPOCH_GUARD,
-    EVAL, GRAPH, PROJECTORS, QUERIES, REACTIONS,
+    ACTIVITY, AUDIT, BACKGROUND, CLOCK, COMMANDS, CONFLICT_COMMANDS, CONFLICTS, CONSOLIDATION, CONSOLIDATION_READER,
+    DISTILL_BATCHER, EMBEDDER, EPISODE_COMMANDS, EPISODES, EPOCH_GUARD, EVAL, GRAPH, PROJECTORS, QUERIES, REACTIONS,
     READER, RECALL, RECALL_CACHE, RERANKER, RUNNER_TASKS, SCHEDULER, SETTINGS, STOPPING, STORE, SYNONYMS, TOMBSTONES,
-    WAITER,
+    TRIGGERS, WAITER,
 )
 from gateway.http.auth import PRINCIPAL, auth_middleware
 from gateway.http.epoch_guard import epoch_middleware
 from gateway.http.errors import error_middleware
 from gateway.http.request_schema import unknown_query_middleware
 from gateway.http.handlers import (
-    admin, agents, conflicts, episodes, evaluation, feedback, graph, memories, recall, synonyms, system, tombstones,
+    admin, agents, conflicts, consolidation, episodes, evaluation, feedback, graph, memories, recall, synonyms, system,
+    tombstones,
 )
 from gateway.process.wiring import Services, open_services
 from gateway.process.settings import Settings
@@ -56,7 +57,7 @@ def create_app(settings: Settings, *, embedder=None, clock=None) -> web.Applicat
     app[CLOCK] = clock if clock is not None else SystemClock()
     app.cleanup_ctx.append(services)
     for module in (system, agents, memories, episodes, feedback, admin, tombstones, recall, synonyms, evaluation,
-                   graph, conflicts):
+                   graph, conflicts, consolidation):
         app.add_routes(module.routes())
     return app
 
@@ -74,6 +75,7 @@ async def services(app: web.Application) -> AsyncIterator[None]:
         app[COMMANDS], app[RECALL], app[RERANKER], app[RECALL_CACHE], app[QUERIES], app[EVAL] = \
             s.commands, s.recall, s.reranker, s.recall_cache, s.queries, s.eval
         app[SCHEDULER], app[REACTIONS], app[AUDIT], app[PROJECTORS] = s.scheduler, s.reactions, s.audit, s.projectors
+        app[TRIGGERS], app[CONSOLIDATION], app[CONSOLIDATION_READER] = s.triggers, s.consolidation, s.consolidation_reader
         app[BACKGROUND], app[STOPPING], app[RUNNER_TASKS] = s.background, s.stopping, s.runner_tasks
         _start_runners(s)
         yield
@@ -81,7 +83,7 @@ async def services(app: web.Application) -> AsyncIterator[None]:
 
 def _start_runners(s: Services) -> None:
     """The projectors (when they run in this process), the reactions (with the LLM distillation queue)
-    and the periodic scheduler, as
+    and the triggers (seed 6.4: the LLM distillation queue, sweeps, prune, decay, consolidation), as
     tasks that stop when `s.stopping` is set (the wiring sets it and waits for them on shutdown)."""
     settings = s.settings
     if settings.run_projectors:
@@ -90,10 +92,7 @@ def _start_runners(s: Services) -> None:
     if s.reactions is not None:
         s.runner_tasks.append(asyncio.create_task(s.reactions.run(s.stopping), name="reactions"))
         log.info("reactions.started", policies=[p.name for p in s.reactions.policies])
-    if s.distill_batcher is not None:
-        s.runner_tasks.append(asyncio.create_task(s.distill_batcher.run(s.stopping), name="distill_batcher"))
-        log.info("distill_batcher.started", batch_size=settings.distill_batch_size,
-                 max_wait_s=settings.distill_max_wait_s)
     if settings.run_scheduler and settings.tick_interval_s > 0:
-        s.runner_tasks.append(asyncio.create_task(s.scheduler.run(s.stopping, settings.tick_interval_s),
-                                                  name="scheduler"))
+        s.runner_tasks.append(asyncio.create_task(s.triggers.run(s.stopping, settings.tick_interval_s),
+                                                  name="triggers"))
+        log.info("triggers.started", interval_s=settings.tick_interval_s, disabled=s.triggers.disabled)

@@ -15,6 +15,9 @@ from commands.evaluation import EvalService
 from commands.handlers import CommandService
 from commands.reactions.runner import ReactionsRunner
 from commands.scheduler import Scheduler
+from commands.consolidation.service import ConsolidationService
+from commands.triggers.service import TriggerService
+from projections.consolidation.reader import ConsolidationReader
 from events.clock import Clock
 from events.redis.answer_cache import RecallCache
 from events.redis.store import EventStore
@@ -57,6 +60,9 @@ DISTILL_BATCHER: web.AppKey[DistillBatcher | None] = web.AppKey("distill_batcher
 EVAL = web.AppKey("eval", EvalService)
 CLOCK: web.AppKey[Clock] = web.AppKey("clock")      # injectable: tests move time
 SCHEDULER = web.AppKey("scheduler", Scheduler)
+TRIGGERS = web.AppKey("triggers", TriggerService)
+CONSOLIDATION = web.AppKey("consolidation", ConsolidationService)
+CONSOLIDATION_READER = web.AppKey("consolidation_reader", ConsolidationReader)
 REACTIONS: web.AppKey[ReactionsRunner | None] = web.AppKey("reactions")  # None: no reactions in this process
 WAITER = web.AppKey("waiter", CheckpointWaiter)
 EMBEDDER = web.AppKey("embedder", CachedEmbedder)

@@ -51,6 +51,10 @@ SCHEMAS: dict[str, Any] = {
         "confidence": {"type": "number"}, "tier": {"type": "string"}, "decay_class": {"type": "string"},
         "source": {"type": "string"}, "updated_at": {"type": "string"},
         "derived_from": {"type": "string", "description": "the episode id it was committed with, or ''"},
+        "category": {"type": "string"}, "kind": {"type": "string", "enum": ["L1", "L2", "L3"],
+                                                 "description": "L2: a pattern mined by deep consolidation"},
+        "extractor": {"type": "string", "description": "what wrote it: '' for an agent's commit, a distillation "
+                                                       "extractor, or consolidation:patterns"},
         "versions": {"type": "array", "items": {"type": "object", "properties": {
             "version": {"type": "integer"}, "content": {"type": "string"}, "updated_by": {"type": "string"},
             "source": {"type": "string"}, "trigger": {"type": "string"}, "reason": {"type": "string"},

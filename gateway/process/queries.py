@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from events.clock import Clock
 from events.redis.answer_cache import RecallCache
@@ -23,8 +24,8 @@ class Queries:
 
 
 def build_queries(*, store: EventStore, memories: MemoriesReader, activity: ActivityReader, recall: RecallService,
-                  recall_cache: RecallCache, clock: Clock, projectors: list[str]) -> Queries:
+                  recall_cache: RecallCache, clock: Clock, projectors: list[str], rates: Any = None) -> Queries:
     """Every query object; `projectors` names the projectors this deployment runs."""
     return Queries(recall=RecallAnswers(recall, recall_cache, store),
-                   versions=MemoryVersions(memories, activity, clock),
+                   versions=MemoryVersions(memories, activity, clock, rates),
                    stats=Stats(store, memories, projectors))

@@ -43,7 +43,6 @@ class Settings:
     llm_distill_daily_limit: int = 50    # ZHIYI_LLM_DISTILL_DAILY_LIMIT: distillation's own budget (0: unlimited)
     distill_batch_size: int = 10         # LLM distillation: episodes per call (seed 3.1)
     distill_max_wait_s: float = 300.0    # ... or sooner, once the oldest queued episode waited this long
-    distill_poll_s: float = 5.0          # how often the distillation queue is looked at
     distill_extractor: str = "learned"   # ZHIYI_DISTILL_EXTRACTOR: learned (e5 judge + rules) | rules
     local_rerank: bool = False           # ZHIYI_LOCAL_RERANK=1: the e5 re-scorer (slow on small CPUs)
     conflict_check: bool = True          # ZHIYI_CONFLICT_CHECK=0: commits are not compared with stored memories
@@ -51,10 +50,10 @@ class Settings:
     conflict_auto_resolve: bool = True   # ZHIYI_CONFLICT_AUTO_RESOLVE=0: every conflict waits for a person
     recall_cache_ttl_s: int = 3600       # recall.cache_ttl_seconds; 0 disables the search cache
     forget_capacity: int = 10_000        # live memories per namespace above which a forget run evicts (LRU)
-    tick_interval_s: float = 3600.0      # ZHIYI_TICK_INTERVAL_S: scheduler period (time rules, forget run); 0: off
+    tick_interval_s: float = 30.0        # ZHIYI_TICK_INTERVAL_S: how often the triggers are evaluated; 0: off
     run_projectors: bool = True
     run_reactions: bool = True           # the reactions runner (policies) beside the projectors
-    run_scheduler: bool = True           # the periodic tick (quality deadlines, forgetting, graph prune)
+    run_scheduler: bool = True           # the triggers (seed 6.4): distill, merge, prune, decay, ... (commands.triggers)
     ready_file: Path | None = None       # `zhiyi project`: touched once the projectors run (for `zhiyi up`)
     projectors_only: tuple[str, ...] = ()
     projection_wait_s: float = 5.0
@@ -128,7 +127,7 @@ class Environment:
     conflict_auto_resolve: bool = True       # ZHIYI_CONFLICT_AUTO_RESOLVE
     recall_cache_ttl_s: int = 3600           # ZHIYI_RECALL_CACHE_TTL
     forget_capacity: int = 10_000            # ZHIYI_FORGET_CAPACITY
-    tick_interval_s: float = 3600.0          # ZHIYI_TICK_INTERVAL_S
+    tick_interval_s: float = 30.0            # ZHIYI_TICK_INTERVAL_S
 
     @classmethod
     def read(cls, environ: Mapping[str, str] | None = None) -> "Environment":
@@ -163,7 +162,7 @@ class Environment:
             conflict_auto_resolve=_flag(env.get("ZHIYI_CONFLICT_AUTO_RESOLVE"), default=True),
             recall_cache_ttl_s=int(env.get("ZHIYI_RECALL_CACHE_TTL", "3600")),
             forget_capacity=int(env.get("ZHIYI_FORGET_CAPACITY", "10000")),
-            tick_interval_s=float(env.get("ZHIYI_TICK_INTERVAL_S", "3600")),
+            tick_interval_s=float(env.get("ZHIYI_TICK_INTERVAL_S", "30")),
         )
 
     def default_instance_id(self) -> str:

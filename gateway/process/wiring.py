@@ -37,6 +37,8 @@ from commands.llm import ChatClient
 from commands.distill.learned import StatementJudge, StatementModel
 from commands.reactions.runner import ReactionsRunner
 from commands.scheduler import Scheduler
+from commands.consolidation.service import ConsolidationService
+from commands.triggers.service import TriggerService
 from events.clock import Clock, SystemClock
 from events.redis.answer_cache import RecallCache
 from events.redis.append_call import require_durable
@@ -47,6 +49,7 @@ from gateway.http.audit import SPILL_DIR as AUDIT_SPILL_DIR
 from gateway.http.audit import AuditWriter
 from gateway.http.epoch_guard import EpochGuard
 from gateway.process.policies import reaction_policies
+from gateway.process.triggers import build_triggers
 from gateway.process.queries import Queries, build_queries
 from gateway.process.settings import Settings
 from gateway.process.shutdown import bounded, close_bounded, close_quietly, stop_tasks
@@ -67,6 +70,7 @@ from projections.serving.followers import ProjectionFollower
 from projections.serving.prefetch import PrefetchPartners
 from projections.synonyms.reader import SynonymsReader
 from projections.conflicts.reader import ConflictsReader
+from projections.consolidation.reader import ConsolidationReader, DecayRates
 from projections.tombstones.reader import TombstonesReader
 
 log = structlog.get_logger(__name__)
@@ -209,6 +213,16 @@ class Services:
         return ConflictCommands(self.store, self.conflicts, self.memories)
 
     @cached_property
+    def consolidation_reader(self) -> ConsolidationReader:
+        return self._reader(ConsolidationReader(projection_dir(self.settings.data_dir, "consolidation")),
+                            "consolidation")
+
+    @cached_property
+    def decay_rates(self) -> DecayRates:
+        """The calibrated decay rates (deep consolidation) as recall, the versions view and the stale rule read them."""
+        return DecayRates(self.consolidation_reader)
+
+    @cached_property
     def episodes(self) -> EpisodesReader:
         return self._reader(EpisodesReader(projection_dir(self.settings.data_dir, "episodes")), "episodes")
 
@@ -240,7 +254,7 @@ class Services:
         recall = RecallService(self.memories, self.embedder, synonyms=self.synonyms, reranker=self.reranker,
                                serving=True, activity=self.recall_counts if self.gateway else self.activity,
                                clock=self.clock, graph=self.graph, query_embedder=self.query_embedder,
-                               partners=self.partners if self.gateway else None)
+                               partners=self.partners if self.gateway else None, rates=self.decay_rates)
         self._closes(recall.close, "serving_index")
         return recall
 
@@ -277,13 +291,25 @@ class Services:
     def queries(self) -> Queries:
         """The read use cases the HTTP handlers call."""
         return build_queries(store=self.store, memories=self.memories, activity=self.activity, recall=self.recall,
-                             recall_cache=self.recall_cache, clock=self.clock, projectors=self.projectors)
+                             recall_cache=self.recall_cache, clock=self.clock, projectors=self.projectors,
+                             rates=self.decay_rates)
 
     @cached_property
     def scheduler(self) -> Scheduler:
         s = self.settings
         return Scheduler(self.store, self.commands, self.memories, self.activity, self.waiter, self.clock,
-                         graph=self.graph, capacity=s.forget_capacity, wait_s=s.projection_wait_s)
+                         graph=self.graph, capacity=s.forget_capacity, wait_s=s.projection_wait_s,
+                         rates=self.decay_rates)
+
+    @cached_property
+    def consolidation(self) -> ConsolidationService:
+        return ConsolidationService(self.store, self.memories, self.consolidation_reader, self.episodes,
+                                    self.scheduler, self.waiter, self.clock, embedder=self.embedder, llm=self.llm)
+
+    @cached_property
+    def triggers(self) -> TriggerService:
+        """The eight triggers (seed 6.4) with the actions this process can run."""
+        return build_triggers(self)
 
     # ------------------------------------------------------------------ background work
 
@@ -315,7 +341,7 @@ class Services:
         if self.distill_llm is None or not s.run_reactions:
             return None
         return DistillBatcher(self.store, self.episodes, self.distill_llm, self.clock, batch_size=s.distill_batch_size,
-                              max_wait_s=s.distill_max_wait_s, poll_s=s.distill_poll_s, judge=self.distill_judge)
+                              max_wait_s=s.distill_max_wait_s, judge=self.distill_judge)
 
     @cached_property
     def reactions(self) -> ReactionsRunner | None:
@@ -346,7 +372,7 @@ class Services:
         followers and the serving index reload."""
         self.commands.forget_agents()  # registrations of a lost log must not authenticate
         for reader in (self.memories, self.activity, self.graph, self.tombstones, self.synonyms, self.episodes,
-                       self.conflicts):
+                       self.conflicts, self.consolidation_reader):
             reader.close()
         for follower in self._followers:
             await follower.reset()
@@ -383,7 +409,7 @@ async def _open_gateway(s: Services, stack: AsyncExitStack) -> None:
     await s.epoch_guard.open()  # the projections' epoch, expected by every append from now on
     # everything the app serves, opened before the shutdown-ordered steps below (so closed after them)
     _ = (s.commands, s.episode_commands, s.tombstones, s.episodes, s.recall, s.recall_cache, s.queries, s.eval,
-         s.scheduler, s.reactions, s.distill_batcher,
+         s.scheduler, s.reactions, s.distill_batcher, s.consolidation, s.triggers,
          s.projector_runners if s.settings.run_projectors else None)
     s.warm_up_models()
     await s.recall.load()  # starts loading the serving index; LanceDB serves meanwhile

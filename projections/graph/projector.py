@@ -9,6 +9,7 @@ entities will arrive as events):
   share an entity are two hops apart;
 - `depends_on` -> memory -DEPENDS_ON-> memory; `derived_from` -> memory -DERIVED_FROM-> episode node
   `episode:<namespace>:<derived_from>` (the client's episode id, scoped to the memory's namespace);
+  a pattern's `derived_from_memories` -> pattern -DERIVED_FROM-> each member memory;
 - `recall.served`: every pair in a recall's top 5 gets CO_OCCURS with evidence = co-recalls and
   weight = co-recalls / min(recall counts of the two) (recall counts are counted here, in the top 5),
   computed when the pair is recalled together; the time of its last co-recall is kept for pruning;
@@ -129,6 +130,9 @@ class GraphProjector(SqliteProjection):
                     self._node(conn, episode, "episode", d.derived_from, d.namespace, {"episode_id": d.derived_from},
                                at)
                     self._edge(conn, "DERIVED_FROM", d.memory_id, episode, d.namespace, DERIVED_WEIGHT, at)
+                for member in d.derived_from_memories:   # a pattern and the memories it was mined from
+                    if self._exists(conn, member):
+                        self._edge(conn, "DERIVED_FROM", d.memory_id, member, d.namespace, DERIVED_WEIGHT, at)
             elif isinstance(d, MemoryCorrected):
                 row = conn.execute("SELECT namespace, properties FROM graph_nodes WHERE id = ?",
                                    (d.memory_id,)).fetchone()

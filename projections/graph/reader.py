@@ -106,6 +106,23 @@ class GraphReader(SqliteReader):
         """What a graph prune at `now_ms` removes, archives and merges (`projections.graph.prune`)."""
         return self._read(lambda conn: plan_prune(conn, now_ms), PrunePlan())
 
+    def degrees(self, node_ids: list[str]) -> dict[str, int]:
+        """How many edges touch each of `node_ids` (either end, any relation; absent: 0)."""
+        if not node_ids:
+            return {}
+
+        def run(conn: sqlite3.Connection) -> dict[str, int]:
+            out: dict[str, int] = {}
+            for i in range(0, len(node_ids), 500):
+                chunk = node_ids[i:i + 500]
+                for column in ("source_id", "target_id"):
+                    for node, n in conn.execute(f"SELECT {column}, COUNT(*) FROM graph_edges WHERE {column} IN "
+                                                f"({_marks(len(chunk))}) GROUP BY {column}", chunk):
+                        out[node] = out.get(node, 0) + n
+            return out
+
+        return self._read(run, {})
+
     # ------------------------------------------------------------------ recall, cascade
 
     def dependants(self, memory_id: str) -> list[str]:

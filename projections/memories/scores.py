@@ -11,7 +11,8 @@ clock.
 - quality (stored, `projections.memories.fold`) = useful / (useful + not_useful), 0.5 without votes;
   the counts are of agents, each counted once with its latest vote.
 - decay (linear, seed 3.3.1) = max(0.1, 1 - idle_days x rate(decay_class)), x2 rate when volatile;
-  tier=core is immune (1.0). Idle days count from the later of the latest version and the last
+  tier=core is immune (1.0). The rate is appendix B's until deep consolidation calibrates it (seed
+  3.3.1: within ±50% of appendix B's, `projections.consolidation`). Idle days count from the later of the latest version and the last
   recall: a memory in use does not decay.
 - freshness: `stale` when an event marked it so or when its decay has reached the floor;
   otherwise the stored `verified` / `fresh`.
@@ -83,10 +84,12 @@ def importance(factor: float, days_old: float, recall_count: int, *, core: bool 
     return factor * recency * (1.0 + math.log1p(max(0, recall_count)))
 
 
-def decay(decay_class: str, idle_days: float, *, core: bool = False, volatile: bool = False) -> float:
+def decay(decay_class: str, idle_days: float, *, core: bool = False, volatile: bool = False,
+          rates: Mapping[str, float] | None = None) -> float:
+    """`rates`: the calibrated rates by decay class (deep consolidation); appendix B's otherwise."""
     if core:
         return 1.0
-    rate = DECAY_RATE_PER_DAY.get(decay_class, DEFAULT_DECAY_RATE)
+    rate = (rates or {}).get(decay_class) or DECAY_RATE_PER_DAY.get(decay_class, DEFAULT_DECAY_RATE)
     if volatile:
         rate *= VOLATILE_DECAY_MULTIPLIER
     return max(DECAY_FLOOR, 1.0 - idle_days * rate)
@@ -117,15 +120,17 @@ class Scores:
     idle_days: float
 
 
-def scores_of(row: Mapping[str, Any], now_ms: int, recall_count: int = 0, last_recalled_at: str = "") -> Scores:
-    """Every derived score of one memory row (columns of `projections.memories.schema`) at `now_ms`."""
+def scores_of(row: Mapping[str, Any], now_ms: int, recall_count: int = 0, last_recalled_at: str = "",
+              rates: Mapping[str, float] | None = None) -> Scores:
+    """Every derived score of one memory row (columns of `projections.memories.schema`) at `now_ms`;
+    `rates`: the calibrated decay rates (`projections.consolidation`), appendix B's when absent."""
     core = row.get("tier") == "core"
     updated_ms = ms_of(row.get("updated_at") or row.get("timestamp") or "")
     touched_ms = max(updated_ms, ms_of(last_recalled_at))
     idle = days_since(touched_ms, now_ms)
     imp = importance(float(row.get("importance", 1.0) if row.get("importance") is not None else 1.0),
                      days_since(updated_ms, now_ms), recall_count, core=core)
-    dec = decay(row.get("decay_class", ""), idle, core=core, volatile=bool(row.get("volatile_flag")))
+    dec = decay(row.get("decay_class", ""), idle, core=core, volatile=bool(row.get("volatile_flag")), rates=rates)
     quality = row.get("quality_score")
     quality = NEUTRAL_QUALITY if quality is None else float(quality)
     confidence = row.get("confidence")

@@ -25,10 +25,11 @@ class VersionsView:
 class MemoryVersions:
     reads: ClassVar[tuple[str, ...]] = ("memories", "activity")
 
-    def __init__(self, memories: MemoriesReader, activity: ActivityReader, clock: Clock) -> None:
+    def __init__(self, memories: MemoriesReader, activity: ActivityReader, clock: Clock, rates: Any = None) -> None:
         self.memories = memories
         self.activity = activity
         self.clock = clock
+        self.rates = rates   # .get() -> calibrated decay rates (projections.consolidation.reader.DecayRates)
 
     async def view(self, memory_id: str, readable: Callable[[str], bool] | None = None) -> VersionsView | None:
         """The memory's view, or None when it does not exist or its namespace is not `readable`
@@ -38,4 +39,6 @@ class MemoryVersions:
             return None
         counts = await asyncio.to_thread(self.activity.recalls, [memory_id])
         recalls, last_recalled = counts.get(memory_id, (0, ""))
-        return VersionsView(row, recalls, last_recalled, scores_of(row, self.clock.now_ms(), recalls, last_recalled))
+        rates = self.rates.get() if self.rates is not None else None
+        return VersionsView(row, recalls, last_recalled,
+                            scores_of(row, self.clock.now_ms(), recalls, last_recalled, rates))

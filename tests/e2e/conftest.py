@@ -103,7 +103,9 @@ def _s(v) -> str:
 
 
 def make_settings(redis_url: str, tmp_path, **overrides) -> Settings:
-    base = Settings(redis_url=redis_url, data_dir=tmp_path / "data", api_key=ADMIN_KEY, instance_id="e2e")
+    # the triggers are not evaluated in the background (a test runs them: `TRIGGERS.run_due`)
+    base = Settings(redis_url=redis_url, data_dir=tmp_path / "data", api_key=ADMIN_KEY, instance_id="e2e",
+                    tick_interval_s=0)
     return dataclasses.replace(base, **overrides)
 
 

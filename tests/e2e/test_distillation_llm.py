@@ -67,7 +67,7 @@ async def chat_server(aiohttp_server):
 @pytest.fixture
 def settings_overrides(chat_server) -> dict:
     return {"llm_endpoint": str(chat_server.make_url("/")), "llm_model": "qwen2.5-7b", "distill_batch_size": 2,
-            "distill_max_wait_s": 300.0, "distill_poll_s": 3600.0, "llm_distill_daily_limit": 2}
+            "distill_max_wait_s": 300.0, "llm_distill_daily_limit": 2}
 
 
 def _episode(*user_lines: str) -> dict:

@@ -11,7 +11,7 @@ import pytest
 import redis.exceptions
 
 from commands.reactions.runner import ReactionsRunner
-from commands.scheduler import Scheduler
+from commands.triggers.service import TriggerService
 from events.clock import ManualClock
 from events.redis.client import connect
 from events.redis.store import EventStore
@@ -75,23 +75,22 @@ async def _has(store: EventStore, n: int) -> bool:
         return False
 
 
-class _FlakyScheduler(Scheduler):
-    """A tick that meets Redis away twice, then succeeds (the loop is what is tested)."""
+class _FlakyTriggers(TriggerService):
+    """An evaluation that meets Redis away twice, then succeeds (the loop is what is tested)."""
 
     def __init__(self) -> None:
-        super().__init__(store=None, commands=None, reader=None, activity=None, waiter=None,
-                         clock=ManualClock(0))
+        super().__init__(store=None, reader=None, waiter=None, clock=ManualClock(0))
         self.calls: Counter = Counter()
 
-    async def tick(self, **_):  # type: ignore[override]
+    async def run_due(self):  # type: ignore[override]
         self.calls["tick"] += 1
         if self.calls["tick"] <= 2:
             raise redis.exceptions.ConnectionError("Connection refused")
-        return None
+        return []
 
 
 async def test_a_tick_failed_by_an_outage_is_retried_in_seconds_not_an_interval_later():
-    scheduler = _FlakyScheduler()
+    scheduler = _FlakyTriggers()
     stop = asyncio.Event()
     task = asyncio.create_task(scheduler.run(stop, interval_s=2.0))
     try:

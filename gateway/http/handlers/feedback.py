@@ -56,6 +56,7 @@ async def versions(request: web.Request) -> web.Response:
         "memory_id": memory_id, "namespace": row["namespace"], "version": row["version"], "content": row["content"],
         "status": row.get("status", "active"), "is_deleted": row["is_deleted"], "volatile": row["volatile_flag"],
         "tier": row.get("tier", "normal"), "decay_class": row.get("decay_class", ""), "source": row.get("source", ""),
+        "category": row.get("category", ""), "kind": row.get("kind", "L1"), "extractor": row.get("extractor", ""),
         "derived_from": row.get("derived_from", ""),
         "useful_count": row["useful_count"], "not_useful_count": row["not_useful_count"],
         "recall_count": view.recall_count, "last_recalled_at": view.last_recalled_at,

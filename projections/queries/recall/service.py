@@ -151,7 +151,8 @@ class RecallService:
 
     def __init__(self, reader: MemoriesReader, embedder: Any, *, synonyms: Any = None, reranker: Any = None,
                  fusion: FusionParams = DEFAULT, rerank_top: int = 20, serving: bool = False, activity: Any = None,
-                 clock: Any = None, graph: Any = None, query_embedder: Any = None, partners: Any = None) -> None:
+                 clock: Any = None, graph: Any = None, query_embedder: Any = None, partners: Any = None,
+                 rates: Any = None) -> None:
         self.reader = reader
         self.index = ServingIndex(reader.directory) if serving else None
         # queries may have their own embedder (the same model in a child process: gateway.process.wiring)
@@ -164,6 +165,7 @@ class RecallService:
         self.clock = clock or SystemClock()   # events.clock.Clock: `now` of the derived scores
         self.graph = graph            # projections.graph.reader.GraphReader: expansion, prefetch
         self.partners = partners      # projections.serving.prefetch.PrefetchPartners: prefetch in memory
+        self.rates = rates            # .get() -> calibrated decay rates (projections.consolidation.reader.DecayRates)
 
     @property
     def fingerprint(self) -> str:
@@ -337,9 +339,10 @@ class RecallService:
             return cands
         now = self.clock.now_ms()
         recalls = self.activity.recalls([c.row["id"] for c in cands]) if self.activity is not None else {}
+        rates = self.rates.get() if self.rates is not None else None
         for c in cands:
             count, last = recalls.get(c.row["id"], (0, ""))
-            c.scores = scores_of(c.row, now, count, last)
+            c.scores = scores_of(c.row, now, count, last, rates)
             if weight:
                 c.score = ranked_score(c.score, c.scores.standing, weight)
         if weight:
