@@ -218,6 +218,20 @@ def cmd_tick(args: argparse.Namespace) -> int:
     return asyncio.run(run_tick_command(args, settings, sys.stdout, sys.stderr))
 
 
+def cmd_triggers(args: argparse.Namespace) -> int:
+    from gateway.cli.consolidation import run_triggers_command
+
+    settings = build_settings(args, _redis_url(args))
+    return asyncio.run(run_triggers_command(args, settings, sys.stdout, sys.stderr))
+
+
+def cmd_consolidate(args: argparse.Namespace) -> int:
+    from gateway.cli.consolidation import run_consolidate_command
+
+    settings = build_settings(args, _redis_url(args))
+    return asyncio.run(run_consolidate_command(args, settings, sys.stdout, sys.stderr))
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     from gateway.cli.eval import run_eval_command
 
@@ -275,6 +289,11 @@ def parser(env: Environment | None = None) -> argparse.ArgumentParser:
 
     add_tick_parser(sub, parents=[common])
     sub.choices["tick"].set_defaults(func=cmd_tick)
+    from gateway.cli.consolidation import add_consolidation_parsers
+
+    add_consolidation_parsers(sub, parents=[common])
+    sub.choices["triggers"].set_defaults(func=cmd_triggers)
+    sub.choices["consolidate"].set_defaults(func=cmd_consolidate)
     sub.choices["events"].set_defaults(func=cmd_events)
     return p
 

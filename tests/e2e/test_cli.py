@@ -98,3 +98,23 @@ async def test_tick_and_replay_verify_with_every_learning_event(api, redis_url, 
     seen = {orjson.loads(line)["type"] for line in out.splitlines()}
     assert {"memory.validated", "memory.quality_dropped", "memory.corrected", "memory.deprecated",
             "memory.downweighted", "memory.forgotten", "memory.feedback"} <= seen, seen
+
+
+async def test_triggers_and_consolidate_commands(api, redis_url, tmp_path):
+    """`zhiyi triggers` lists the eight triggers; `zhiyi consolidate` runs deep consolidation in-process."""
+    key = await api.register("alice")
+    common = ["--data-dir", str(tmp_path / "data"), "--redis-url", redis_url]
+    await api.commit(key, "The NAS backs up every night at 02:00")
+    await api.settle()
+    rc, out = await _cli("triggers", *common, "--json")
+    triggers = {t["name"]: t for t in orjson.loads(out)["triggers"]}
+    assert rc == 0 and len(triggers) == 8 and triggers["gap"]["disabled"]
+    rc, out = await _cli("triggers", *common)
+    assert rc == 0 and "consolidation" in out and "disabled: needs knowledge gaps" in out, out
+    rc, out = await _cli("consolidate", *common, "--json")
+    run = orjson.loads(out)
+    assert rc == 0 and run["trigger"] == "manual" and run["report"]["memories"] == 1
+    status, state = await api.call("GET", "/api/v1/consolidation", params={"after": run["position"]})
+    assert status == 200 and state["runs"][0]["run_id"] == run["run_id"]
+    rc, out = await _cli("consolidate", *common)
+    assert rc == 0 and out.startswith("consolidation cr-") and "backtrace   not_run" in out, out
