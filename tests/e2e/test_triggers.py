@@ -5,6 +5,7 @@ by urgency, and every firing is a `trigger.fired` event."""
 from __future__ import annotations
 
 import pytest
+from eventually import eventually
 
 from events.redis.leases import lease
 from gateway.http.appkeys import STORE, TRIGGERS
@@ -166,3 +167,17 @@ async def test_one_instance_fires_at_a_time(api):
         async with lease(api.client.app[STORE].redis, "triggers", 60_000) as second:
             assert second is False
     assert "decay" in await _run(api)                              # released: the next round fires
+
+
+@pytest.mark.parametrize("settings_overrides", [{"tick_interval_s": 0.2}])
+async def test_the_app_evaluates_the_triggers_on_its_own(api):
+    """`ZHIYI_TICK_INTERVAL_S`: the running app fires due triggers without being asked."""
+    await api.register("alice")
+    api.clock.advance(ms=7 * H)
+
+    async def fired() -> bool:
+        return await api.count_events("trigger.fired") >= 1
+
+    await eventually(fired, timeout_s=10)
+    triggers = await _triggers(api)
+    assert triggers["decay"]["fired"] == 1 and triggers["decay"]["last_fired_at"]
