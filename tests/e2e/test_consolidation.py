@@ -66,7 +66,7 @@ async def test_a_run_clusters_mines_patterns_prunes_and_reports(api):
     # a second run mines nothing new; the report is in GET /api/v1/consolidation
     status, again = await api.call("POST", "/api/v1/admin/consolidate", json={})
     assert status == 200 and again["report"]["patterns_written"] == 0 and again["report"]["memories"] == 17
-    status, state = await api.call("GET", "/api/v1/consolidation", params={"limit": 2})
+    status, state = await api.call("GET", "/api/v1/consolidation", params={"limit": 2, "after": again["position"]})
     assert status == 200
     assert [r["run_id"] for r in state["runs"]] == [again["run_id"], run["run_id"]]
     assert state["runs"][1]["report"]["patterns_written"] == 2 and state["runs"][1]["trigger"] == "manual"
