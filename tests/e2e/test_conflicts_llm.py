@@ -8,6 +8,8 @@ import orjson
 import pytest
 from aiohttp import web
 
+from tests.e2e.chat_stub import chat_reply, serve_chat
+
 from tests.e2e.test_conflicts import _conflict
 
 
@@ -31,15 +33,9 @@ async def chat_server(aiohttp_server):
                                                                            "content": "no idea"}}]})
         if "possibly contradicting" in system:
             state["verdicts"].append(orjson.loads(user))
-        return web.json_response({"id": "c", "object": "chat.completion", "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": orjson.dumps(answer).decode()},
-             "finish_reason": "stop"}]})
+        return chat_reply(orjson.dumps(answer).decode())
 
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", complete)
-    server = await aiohttp_server(app)
-    server.state = state
-    return server
+    return await serve_chat(aiohttp_server, complete, state)
 
 
 @pytest.fixture

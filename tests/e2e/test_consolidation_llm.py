@@ -10,6 +10,8 @@ import orjson
 import pytest
 from aiohttp import web
 
+from tests.e2e.chat_stub import chat_reply, serve_chat
+
 from tests.e2e.test_distillation_llm import _answer, _episode, _post
 
 H = 3_600_000
@@ -32,14 +34,9 @@ async def chat_server(aiohttp_server):
         else:
             state["distill"] += 1
             content = orjson.dumps(_answer(orjson.loads(user)["episodes"])).decode()
-        return web.json_response({"id": "c1", "object": "chat.completion", "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}]})
+        return chat_reply(content)
 
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", complete)
-    server = await aiohttp_server(app)
-    server.state = state
-    return server
+    return await serve_chat(aiohttp_server, complete, state)
 
 
 @pytest.fixture

@@ -11,6 +11,8 @@ import orjson
 import pytest
 from aiohttp import web
 
+from tests.e2e.chat_stub import chat_reply, serve_chat
+
 from events.codec import decode
 from events.redis import keys
 from gateway.http.appkeys import DISTILL_BATCHER, STORE
@@ -54,14 +56,9 @@ async def chat_server(aiohttp_server):
             episodes = orjson.loads(user)["episodes"]
             state["distill"].append(len(episodes))
             content = "I think these are fine." if state["nonsense"] else orjson.dumps(_answer(episodes)).decode()
-        return web.json_response({"id": "c1", "object": "chat.completion", "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}]})
+        return chat_reply(content)
 
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", complete)
-    server = await aiohttp_server(app)
-    server.state = state
-    return server
+    return await serve_chat(aiohttp_server, complete, state)
 
 
 @pytest.fixture

@@ -7,6 +7,8 @@ import orjson
 import pytest
 from aiohttp import web
 
+from tests.e2e.chat_stub import chat_reply, serve_chat
+
 from commands.llm import BudgetExhausted, ChatClient, LLMError
 from commands.reactions.llm_entities import parse_entities
 from events.clock import ManualClock
@@ -29,15 +31,9 @@ async def chat_server(aiohttp_server):
         if "ComfyUI" in note:
             entities.append({"kind": "product", "name": "ComfyUI"})
         entities.append({"kind": "spaceship", "name": "  "})             # dropped: blank name
-        return web.json_response({"id": "c1", "object": "chat.completion", "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": orjson.dumps({"entities": entities}).decode()},
-             "finish_reason": "stop"}]})
+        return chat_reply(orjson.dumps({"entities": entities}).decode())
 
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", complete)
-    server = await aiohttp_server(app)
-    server.state = state
-    return server
+    return await serve_chat(aiohttp_server, complete, state)
 
 
 @pytest.fixture
