@@ -14,7 +14,8 @@ from events.redis.store import EventStore
 from gateway.http import listener
 from gateway.http.app import create_app
 from gateway.process.settings import Settings
-from gateway.process.wiring import Services, open_services, warm_up
+from gateway.process.gateway_steps import warm_up
+from gateway.process.wiring import Services, open_services
 from projections.core.registry import NAMES
 
 log = structlog.get_logger(__name__)

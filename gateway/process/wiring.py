@@ -8,8 +8,8 @@ writer; the HTTP app (`gateway.http.app`), every `zhiyi` command and the tests e
   embedding model, `zhiyi digest` connects to no Redis), and registers its own close on the exit
   stack right after it opens: pieces close in the reverse order of opening (a piece before what it
   was built on), each close bounded (a stuck or failing one is logged, the next still runs).
-- `gateway=True` (the HTTP app's process) opens everything up front, with what only a long-running
-  server wants (the durability check, the epoch guard, the in-memory followers of the activity and
+- `gateway=True` (the HTTP app's process; `gateway.process.gateway_steps`) opens everything up front,
+  with what only a long-running server wants (the durability check, the epoch guard, the in-memory followers of the activity and
   graph projections, the query-embedding child, the model warm-ups, the serving index's load), then
   registers the shutdown-ordered steps last so that they run first: the audit writer is flushed,
   then `stopping` is set and the runner tasks (started by the app) are stopped, then the background
@@ -23,8 +23,6 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, AsyncIterator, Awaitable, Callable
-
-import structlog
 
 from commands.episodes import EpisodeCommands
 from commands.evaluation import EvalService
@@ -41,7 +39,6 @@ from commands.consolidation.service import ConsolidationService
 from commands.triggers.service import TriggerService
 from events.clock import Clock, SystemClock
 from events.redis.answer_cache import RecallCache
-from events.redis.append_call import require_durable
 from events.redis.client import connect
 from events.redis.counters import Counters
 from events.redis.store import EventStore
@@ -52,7 +49,8 @@ from gateway.process.policies import reaction_policies
 from gateway.process.triggers import build_triggers
 from gateway.process.queries import Queries, build_queries
 from gateway.process.settings import Settings
-from gateway.process.shutdown import bounded, close_bounded, close_quietly, stop_tasks
+from gateway.process.gateway_steps import open_gateway, warm_up
+from gateway.process.shutdown import close_bounded, close_quietly
 from projections.activity.reader import ActivityReader, RecallCounts
 from projections.core.registry import NAMES, projection_dir
 from projections.core.runner_set import RunnerSet
@@ -72,10 +70,6 @@ from projections.synonyms.reader import SynonymsReader
 from projections.conflicts.reader import ConflictsReader
 from projections.consolidation.reader import ConsolidationReader, DecayRates
 from projections.tombstones.reader import TombstonesReader
-
-log = structlog.get_logger(__name__)
-
-RUNNERS_GRACE_S = 10.0
 
 
 @dataclass(eq=False)
@@ -399,46 +393,5 @@ async def open_services(settings: Settings, *, clock: Clock | None = None, embed
         services = Services(settings, clock if clock is not None else SystemClock(),
                             origin or settings.instance_id, gateway, stack, embedder)
         if gateway:
-            await _open_gateway(services, stack)
+            await open_gateway(services, stack)
         yield services
-
-
-async def _open_gateway(s: Services, stack: AsyncExitStack) -> None:
-    if s.settings.durable:  # refuse to start rather than acknowledge writes whose fsync cannot be confirmed
-        await require_durable(s.store.redis)
-    await s.epoch_guard.open()  # the projections' epoch, expected by every append from now on
-    # everything the app serves, opened before the shutdown-ordered steps below (so closed after them)
-    _ = (s.commands, s.episode_commands, s.tombstones, s.episodes, s.recall, s.recall_cache, s.queries, s.eval,
-         s.scheduler, s.reactions, s.distill_batcher, s.consolidation, s.triggers,
-         s.projector_runners if s.settings.run_projectors else None)
-    s.warm_up_models()
-    await s.recall.load()  # starts loading the serving index; LanceDB serves meanwhile
-    _shutdown_first(s, stack)
-
-
-def _shutdown_first(s: Services, stack: AsyncExitStack) -> None:
-    """The gateway's shutdown-ordered steps, registered after everything else so that they run
-    first: the audit writer is flushed (it is opened and started here), then `stopping` is set and
-    the runner tasks are stopped, then the background tasks are drained; the rest closes after."""
-    stack.push_async_callback(_drain, s.background)
-    stack.push_async_callback(_stop_runners, s)
-    s.audit.start()
-
-
-async def _stop_runners(s: Services) -> None:
-    s.stopping.set()
-    await stop_tasks(s.runner_tasks, grace_s=RUNNERS_GRACE_S)
-
-
-async def _drain(background: set[asyncio.Task]) -> None:
-    if background:
-        await bounded(asyncio.gather(*background, return_exceptions=True), "background")
-
-
-async def warm_up(embedder: Any) -> None:
-    """Load an embedding model off the loop; a failure is logged (the first use loads it again)."""
-    try:
-        await asyncio.to_thread(embedder.warm_up)
-    except Exception:  # noqa: BLE001 - the first request will load (and report) it again
-        log.exception("embedding.warm_up_failed")
-

@@ -15,7 +15,8 @@ import pytest
 from gateway.process import shutdown, wiring
 from gateway.process.settings import Settings
 from gateway.process.shutdown import bounded
-from gateway.process.wiring import _shutdown_first, open_services
+from gateway.process.gateway_steps import shutdown_first
+from gateway.process.wiring import open_services
 
 
 async def test_a_stuck_or_failing_step_is_given_up_and_the_next_runs() -> None:
@@ -109,7 +110,7 @@ async def test_the_gateway_flushes_the_audit_then_stops_the_runners_then_drains_
     async with open_services(settings) as services:
         box.append(services)
         services._closes_sync(lambda: log.append("the rest closed"), "rest")
-        _shutdown_first(services, services._stack)
+        shutdown_first(services, services._stack)
         services.runner_tasks.append(asyncio.create_task(runner(services.stopping)))
         services.background.add(asyncio.create_task(background()))
     assert log == ["audit started", "audit flushed (stopping set: False)", "runner stopped",

@@ -1,0 +1,63 @@
+"""The gateway's own steps in the wiring (`gateway.process.wiring.open_services(gateway=True)`): what
+only a long-running server opens up front, and the shutdown-ordered steps — the audit writer
+flushed, then `stopping` set and the runner tasks stopped, then the background tasks drained —
+registered last so that they run first."""
+
+from __future__ import annotations
+
+import asyncio
+from contextlib import AsyncExitStack
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from events.redis.append_call import require_durable
+from gateway.process.shutdown import bounded, stop_tasks
+
+if TYPE_CHECKING:
+    from gateway.process.wiring import Services
+
+log = structlog.get_logger(__name__)
+
+RUNNERS_GRACE_S = 10.0
+
+
+async def open_gateway(s: Services, stack: AsyncExitStack) -> None:
+    if s.settings.durable:  # refuse to start rather than acknowledge writes whose fsync cannot be confirmed
+        await require_durable(s.store.redis)
+    await s.epoch_guard.open()  # the projections' epoch, expected by every append from now on
+    # everything the app serves, opened before the shutdown-ordered steps below (so closed after them)
+    _ = (s.commands, s.episode_commands, s.tombstones, s.episodes, s.recall, s.recall_cache, s.queries, s.eval,
+         s.scheduler, s.reactions, s.distill_batcher, s.consolidation, s.triggers,
+         s.projector_runners if s.settings.run_projectors else None)
+    s.warm_up_models()
+    await s.recall.load()  # starts loading the serving index; LanceDB serves meanwhile
+    shutdown_first(s, stack)
+
+
+def shutdown_first(s: Services, stack: AsyncExitStack) -> None:
+    """The gateway's shutdown-ordered steps, registered after everything else so that they run
+    first: the audit writer is flushed (it is opened and started here), then `stopping` is set and
+    the runner tasks are stopped, then the background tasks are drained; the rest closes after."""
+    stack.push_async_callback(_drain, s.background)
+    stack.push_async_callback(_stop_runners, s)
+    s.audit.start()
+
+
+async def _stop_runners(s: Services) -> None:
+    s.stopping.set()
+    await stop_tasks(s.runner_tasks, grace_s=RUNNERS_GRACE_S)
+
+
+async def _drain(background: set[asyncio.Task]) -> None:
+    if background:
+        await bounded(asyncio.gather(*background, return_exceptions=True), "background")
+
+
+async def warm_up(embedder: Any) -> None:
+    """Load an embedding model off the loop; a failure is logged (the first use loads it again)."""
+    try:
+        await asyncio.to_thread(embedder.warm_up)
+    except Exception:  # noqa: BLE001 - the first request will load (and report) it again
+        log.exception("embedding.warm_up_failed")
+
