@@ -13,7 +13,8 @@ from aiohttp import web
 from events.clock import SystemClock
 from gateway.http.appkeys import (
     ACTIVITY, AUDIT, BACKGROUND, CLOCK, COMMANDS, CONFLICT_COMMANDS, CONFLICTS, CONSOLIDATION, CONSOLIDATION_READER,
-    DISTILL_BATCHER, EMBEDDER, EPISODE_COMMANDS, EPISODES, EPOCH_GUARD, EVAL, GRAPH, PROJECTORS, QUERIES, REACTIONS,
+    DISTILL_BATCHER, EMBEDDER, EPISODE_COMMANDS, EPISODES, EPOCH_GUARD, EVAL, GRAPH, METRICS, PROJECTORS, QUERIES,
+    REACTIONS,
     READER, RECALL, RECALL_CACHE, RERANKER, RUNNER_TASKS, SCHEDULER, SETTINGS, STOPPING, STORE, SYNONYMS, TOMBSTONES,
     TRIGGERS, WAITER,
 )
@@ -22,8 +23,8 @@ from gateway.http.epoch_guard import epoch_middleware
 from gateway.http.errors import error_middleware
 from gateway.http.request_schema import unknown_query_middleware
 from gateway.http.handlers import (
-    admin, agents, conflicts, consolidation, episodes, evaluation, feedback, graph, memories, recall, synonyms, system,
-    tombstones,
+    admin, agents, conflicts, consolidation, episodes, evaluation, feedback, graph, memories, metrics, recall,
+    synonyms, system, tombstones,
 )
 from gateway.process.wiring import Services, open_services
 from gateway.process.settings import Settings
@@ -57,7 +58,7 @@ def create_app(settings: Settings, *, embedder=None, clock=None) -> web.Applicat
     app[CLOCK] = clock if clock is not None else SystemClock()
     app.cleanup_ctx.append(services)
     for module in (system, agents, memories, episodes, feedback, admin, tombstones, recall, synonyms, evaluation,
-                   graph, conflicts, consolidation):
+                   graph, conflicts, consolidation, metrics):
         app.add_routes(module.routes())
     return app
 
@@ -76,6 +77,7 @@ async def services(app: web.Application) -> AsyncIterator[None]:
             s.commands, s.recall, s.reranker, s.recall_cache, s.queries, s.eval
         app[SCHEDULER], app[REACTIONS], app[AUDIT], app[PROJECTORS] = s.scheduler, s.reactions, s.audit, s.projectors
         app[TRIGGERS], app[CONSOLIDATION], app[CONSOLIDATION_READER] = s.triggers, s.consolidation, s.consolidation_reader
+        app[METRICS] = s.metrics
         app[BACKGROUND], app[STOPPING], app[RUNNER_TASKS] = s.background, s.stopping, s.runner_tasks
         _start_runners(s)
         yield

@@ -18,6 +18,7 @@ from commands.scheduler import Scheduler
 from commands.consolidation.service import ConsolidationService
 from commands.triggers.service import TriggerService
 from projections.consolidation.reader import ConsolidationReader
+from projections.metrics.reader import MetricsReader
 from events.clock import Clock
 from events.redis.answer_cache import RecallCache
 from events.redis.store import EventStore
@@ -63,6 +64,7 @@ SCHEDULER = web.AppKey("scheduler", Scheduler)
 TRIGGERS = web.AppKey("triggers", TriggerService)
 CONSOLIDATION = web.AppKey("consolidation", ConsolidationService)
 CONSOLIDATION_READER = web.AppKey("consolidation_reader", ConsolidationReader)
+METRICS = web.AppKey("metrics", MetricsReader)
 REACTIONS: web.AppKey[ReactionsRunner | None] = web.AppKey("reactions")  # None: no reactions in this process
 WAITER = web.AppKey("waiter", CheckpointWaiter)
 EMBEDDER = web.AppKey("embedder", CachedEmbedder)

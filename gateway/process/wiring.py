@@ -69,6 +69,7 @@ from projections.serving.prefetch import PrefetchPartners
 from projections.synonyms.reader import SynonymsReader
 from projections.conflicts.reader import ConflictsReader
 from projections.consolidation.reader import ConsolidationReader, DecayRates
+from projections.metrics.reader import MetricsReader
 from projections.tombstones.reader import TombstonesReader
 
 
@@ -175,23 +176,23 @@ class Services:
 
     @cached_property
     def memories(self) -> MemoriesReader:
-        return self._reader(MemoriesReader(projection_dir(self.settings.data_dir, "memories")), "memories")
+        return self._reader(MemoriesReader(self._dir("memories")), "memories")
 
     @cached_property
     def synonyms(self) -> SynonymsReader:
-        return self._reader(SynonymsReader(projection_dir(self.settings.data_dir, "synonyms")), "synonyms")
+        return self._reader(SynonymsReader(self._dir("synonyms")), "synonyms")
 
     @cached_property
     def activity(self) -> ActivityReader:
-        return self._reader(ActivityReader(projection_dir(self.settings.data_dir, "activity")), "activity")
+        return self._reader(ActivityReader(self._dir("activity")), "activity")
 
     @cached_property
     def graph(self) -> GraphReader:
-        return self._reader(GraphReader(projection_dir(self.settings.data_dir, "graph")), "graph")
+        return self._reader(GraphReader(self._dir("graph")), "graph")
 
     @cached_property
     def tombstones(self) -> TombstonesReader:
-        return self._reader(TombstonesReader(projection_dir(self.settings.data_dir, "tombstones")), "tombstones")
+        return self._reader(TombstonesReader(self._dir("tombstones")), "tombstones")
 
     @cached_property
     def pair_model(self) -> PairModel:
@@ -200,7 +201,7 @@ class Services:
 
     @cached_property
     def conflicts(self) -> ConflictsReader:
-        return self._reader(ConflictsReader(projection_dir(self.settings.data_dir, "conflicts")), "conflicts")
+        return self._reader(ConflictsReader(self._dir("conflicts")), "conflicts")
 
     @cached_property
     def conflict_commands(self) -> ConflictCommands:
@@ -208,8 +209,11 @@ class Services:
 
     @cached_property
     def consolidation_reader(self) -> ConsolidationReader:
-        return self._reader(ConsolidationReader(projection_dir(self.settings.data_dir, "consolidation")),
-                            "consolidation")
+        return self._reader(ConsolidationReader(self._dir("consolidation")), "consolidation")
+
+    @cached_property
+    def metrics(self) -> MetricsReader:
+        return self._reader(MetricsReader(self._dir("metrics")), "metrics")
 
     @cached_property
     def decay_rates(self) -> DecayRates:
@@ -218,7 +222,10 @@ class Services:
 
     @cached_property
     def episodes(self) -> EpisodesReader:
-        return self._reader(EpisodesReader(projection_dir(self.settings.data_dir, "episodes")), "episodes")
+        return self._reader(EpisodesReader(self._dir("episodes")), "episodes")
+
+    def _dir(self, name: str) -> Any:
+        return projection_dir(self.settings.data_dir, name)
 
     def _reader(self, reader: Any, name: str) -> Any:
         self._closes_sync(reader.close, name)
@@ -366,7 +373,7 @@ class Services:
         followers and the serving index reload."""
         self.commands.forget_agents()  # registrations of a lost log must not authenticate
         for reader in (self.memories, self.activity, self.graph, self.tombstones, self.synonyms, self.episodes,
-                       self.conflicts, self.consolidation_reader):
+                       self.conflicts, self.consolidation_reader, self.metrics):
             reader.close()
         for follower in self._followers:
             await follower.reset()

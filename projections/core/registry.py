@@ -2,7 +2,7 @@
 
 Each projector has its own subdirectory `<root>/projections/<name>`; `root` is the data dir
 for the live projections, or a scratch dir for a rebuild. Add new projectors here (the
-consolidation projector is the newest).
+metrics projector is the newest).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 from projections.activity.projector import ActivityProjector
 from projections.conflicts.projector import ConflictsProjector
 from projections.consolidation.projector import ConsolidationProjector
+from projections.metrics.projector import MetricsProjector
 from projections.graph.projector import GraphProjector
 from projections.memories.projector import MemoriesProjector
 from projections.core.projector import Projector
@@ -22,7 +23,7 @@ from projections.tombstones.projector import TombstonesProjector
 
 PROJECTIONS_DIR = "projections"
 NAMES: tuple[str, ...] = ("memories", "synonyms", "activity", "tombstones", "graph", "episodes", "conflicts",
-                          "consolidation")
+                          "consolidation", "metrics")
 
 
 def projections_root(root: Path) -> Path:
@@ -44,9 +45,10 @@ def make_projectors(data_dir: Path, embedder: Any, *, offline: bool = False) -> 
     episodes = EpisodesProjector(projection_dir(data_dir, "episodes"), compact_after_writes=0 if offline else 100)
     conflicts = ConflictsProjector(projection_dir(data_dir, "conflicts"))
     consolidation = ConsolidationProjector(projection_dir(data_dir, "consolidation"))
+    metrics = MetricsProjector(projection_dir(data_dir, "metrics"))
     if offline:
         return [MemoriesProjector(projection_dir(data_dir, "memories"), embedder, compact_after_rows=0,
                                   vector_index_min_rows=0, serving_indexes=False), synonyms, activity, tombstones,
-                graph, episodes, conflicts, consolidation]
+                graph, episodes, conflicts, consolidation, metrics]
     return [MemoriesProjector(projection_dir(data_dir, "memories"), embedder), synonyms, activity, tombstones, graph,
-            episodes, conflicts, consolidation]
+            episodes, conflicts, consolidation, metrics]

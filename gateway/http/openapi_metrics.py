@@ -1,0 +1,31 @@
+"""OpenAPI fragment for the self-metrics (merged into `gateway.http.openapi.openapi_document`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gateway.http.handlers.metrics import MAX_DAYS
+from gateway.http.openapi_eval import _errors, _json, _ref
+from gateway.http.openapi_fields import AFTER_HEADER, AFTER_QUERY, query_int
+from projections.metrics.self_metrics import DEFINITIONS
+
+SCHEMAS: dict[str, Any] = {
+    "SelfMetric": {"type": "object", "properties": {
+        "name": {"type": "string", "enum": [d.name for d in DEFINITIONS]},
+        "value": {"type": ["number", "null"]}, "reason": {"type": "string", "description": "why value is null"},
+        "definition": {"type": "string"}, "healthy": {"type": "string"}, "alert": {"type": "string"},
+        "status": {"type": "string", "enum": ["healthy", "warning", "alert", "no_data"]},
+        "trend": {"type": "array", "items": {"type": "object", "properties": {
+            "day": {"type": "string", "format": "date"}, "value": {"type": ["number", "null"]}}}}}},
+    "SelfMetricsResponse": {"type": "object", "properties": {
+        "day": {"type": "string", "format": "date"}, "metrics": {"type": "array", "items": _ref("SelfMetric")},
+        "counts": {"type": "object", "description": "the day's counts the metrics are computed from"},
+        "position": {"type": ["string", "null"]}}},
+}
+
+PATHS: dict[str, Any] = {
+    "/api/v1/metrics/self": {"get": {
+        "summary": "The seven self-metrics of seed 3.2.3 (admin): today's value, health band, status and trend",
+        "parameters": [query_int("days", 1, MAX_DAYS, MAX_DAYS), AFTER_QUERY, AFTER_HEADER],
+        "responses": {"200": _json(_ref("SelfMetricsResponse")), **_errors("400", "401", "403", "504")}}},
+}
