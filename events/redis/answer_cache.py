@@ -13,6 +13,8 @@ class RecallCache:
     def __init__(self, redis: Redis, ttl_s: int) -> None:
         self.redis = redis
         self.ttl_s = ttl_s
+        self.hits = 0      # this process's lookups, for /metrics
+        self.misses = 0
 
     @property
     def enabled(self) -> bool:
@@ -22,7 +24,12 @@ class RecallCache:
         if not self.enabled:
             return None
         # bytes: the client does not decode replies (client.connect)
-        return cast("bytes | None", await self.redis.get(keys.recall_cache(digest)))
+        value = cast("bytes | None", await self.redis.get(keys.recall_cache(digest)))
+        if value is None:
+            self.misses += 1
+        else:
+            self.hits += 1
+        return value
 
     async def put(self, digest: str, value: bytes) -> None:
         if self.enabled:

@@ -33,6 +33,15 @@ class Counters:
         used, _ = await pipe.execute()
         return int(used)
 
+    async def llm_calls(self, day: str, budget: str = "") -> int:
+        """The LLM calls counted on `day` against `budget` so far."""
+        value = await self.redis.get(keys.llm_calls(day, budget))
+        return int(value) if value else 0
+
+    async def dead_letters(self) -> int:
+        """Entries in the reactions' dead-letter stream."""
+        return int(await self.redis.xlen(keys.REACTIONS_DEAD))
+
     async def rank_partial(self, memory_id: str, cause: str, score: float, ttl_s: int) -> int | None:
         """Record `cause` (scored `score`, its time) as a partial overlap of the memory, keeping the set
         `ttl_s` more seconds; returns its 0-based rank among the memory's partials (None if absent).

@@ -11,20 +11,21 @@ import structlog
 from aiohttp import web
 
 from events.clock import SystemClock
+from gateway.http.telemetry import Telemetry
 from gateway.http.appkeys import (
     ACTIVITY, AUDIT, BACKGROUND, CLOCK, COMMANDS, CONFLICT_COMMANDS, CONFLICTS, CONSOLIDATION, CONSOLIDATION_READER,
     DISTILL_BATCHER, EMBEDDER, EPISODE_COMMANDS, EPISODES, EPOCH_GUARD, EVAL, GRAPH, METRICS, PROJECTORS, QUERIES,
     REACTIONS,
     READER, RECALL, RECALL_CACHE, RERANKER, RUNNER_TASKS, SCHEDULER, SETTINGS, STOPPING, STORE, SYNONYMS, TOMBSTONES,
-    TRIGGERS, WAITER,
+    TELEMETRY, TRIGGERS, WAITER,
 )
 from gateway.http.auth import PRINCIPAL, auth_middleware
 from gateway.http.epoch_guard import epoch_middleware
 from gateway.http.errors import error_middleware
 from gateway.http.request_schema import unknown_query_middleware
 from gateway.http.handlers import (
-    admin, agents, conflicts, consolidation, episodes, evaluation, feedback, graph, memories, metrics, recall,
-    synonyms, system, tombstones,
+    admin, agents, conflicts, consolidation, episodes, evaluation, feedback, graph, memories, metrics, prometheus,
+    recall, synonyms, system, tombstones,
 )
 from gateway.process.wiring import Services, open_services
 from gateway.process.settings import Settings
@@ -37,10 +38,13 @@ log = structlog.get_logger(__name__)
 async def access_log_middleware(request: web.Request, handler) -> web.StreamResponse:
     started = time.perf_counter()
     response = await handler(request)
+    took = time.perf_counter() - started
     who = request.get(PRINCIPAL)
     access_log.info("http", method=request.method, path=request.path, status=response.status,
-                    ms=round((time.perf_counter() - started) * 1000, 2),
-                    agent=(who.agent_id or "admin") if who else None)
+                    ms=round(took * 1000, 2), agent=(who.agent_id or "admin") if who else None)
+    resource = request.match_info.route.resource
+    # by route template, never by raw path (unbounded label values)
+    request.app[TELEMETRY].observe(resource.canonical if resource is not None else "unmatched", request.method, took)
     return response
 
 
@@ -56,9 +60,10 @@ def create_app(settings: Settings, *, embedder=None, clock=None) -> web.Applicat
     if embedder is not None:
         app[EMBEDDER] = embedder
     app[CLOCK] = clock if clock is not None else SystemClock()
+    app[TELEMETRY] = Telemetry()
     app.cleanup_ctx.append(services)
     for module in (system, agents, memories, episodes, feedback, admin, tombstones, recall, synonyms, evaluation,
-                   graph, conflicts, consolidation, metrics):
+                   graph, conflicts, consolidation, metrics, prometheus):
         app.add_routes(module.routes())
     return app
 

@@ -19,6 +19,7 @@ from commands.consolidation.service import ConsolidationService
 from commands.triggers.service import TriggerService
 from projections.consolidation.reader import ConsolidationReader
 from projections.metrics.reader import MetricsReader
+from gateway.http.telemetry import Telemetry
 from events.clock import Clock
 from events.redis.answer_cache import RecallCache
 from events.redis.store import EventStore
@@ -65,6 +66,7 @@ TRIGGERS = web.AppKey("triggers", TriggerService)
 CONSOLIDATION = web.AppKey("consolidation", ConsolidationService)
 CONSOLIDATION_READER = web.AppKey("consolidation_reader", ConsolidationReader)
 METRICS = web.AppKey("metrics", MetricsReader)
+TELEMETRY = web.AppKey("telemetry", Telemetry)      # the app's Prometheus registry
 REACTIONS: web.AppKey[ReactionsRunner | None] = web.AppKey("reactions")  # None: no reactions in this process
 WAITER = web.AppKey("waiter", CheckpointWaiter)
 EMBEDDER = web.AppKey("embedder", CachedEmbedder)

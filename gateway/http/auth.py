@@ -1,4 +1,5 @@
-"""X-API-Key authentication: the admin key (constant-time compare) or an agent key (sha256 index)."""
+"""X-API-Key authentication (or `Authorization: Bearer <key>`): the admin key (constant-time compare)
+or an agent key (sha256 index)."""
 
 from __future__ import annotations
 
@@ -27,9 +28,9 @@ PRINCIPAL = web.RequestKey("principal", Principal)
 async def auth_middleware(request: web.Request, handler) -> web.StreamResponse:
     if request.path in PUBLIC_PATHS or request.method == "OPTIONS":
         return await handler(request)
-    key = request.headers.get("X-API-Key")
+    key = request.headers.get("X-API-Key") or _bearer(request.headers.get("Authorization", ""))
     if not key:
-        raise ApiError(401, ErrorCode.UNAUTHORIZED, "missing X-API-Key header")
+        raise ApiError(401, ErrorCode.UNAUTHORIZED, "missing X-API-Key header (or Authorization: Bearer)")
     if not key.isascii():  # non-UTF-8 bytes arrive as surrogates: no key has them
         raise ApiError(401, ErrorCode.UNAUTHORIZED, "invalid API key")
     admin_key = request.app[SETTINGS].api_key
@@ -41,6 +42,12 @@ async def auth_middleware(request: web.Request, handler) -> web.StreamResponse:
         raise ApiError(401, ErrorCode.UNAUTHORIZED, "invalid API key")
     request[PRINCIPAL] = Principal(False, agent_id)
     return await handler(request)
+
+
+def _bearer(header: str) -> str:
+    """The key of an `Authorization: Bearer <key>` header (what Prometheus scrapers send), or ''."""
+    scheme, _, token = header.partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else ""
 
 
 def principal(request: web.Request) -> Principal:

@@ -24,6 +24,13 @@ SCHEMAS: dict[str, Any] = {
 }
 
 PATHS: dict[str, Any] = {
+    "/metrics": {"get": {
+        "summary": "Prometheus metrics (admin key as X-API-Key or Authorization: Bearer): uptime, request "
+                   "durations by route, distillation queue, pending conflicts, vectors, LLM calls today, "
+                   "consolidation, trigger failures, projector lag, events by type, recall cache, dead letters",
+        "responses": {"200": {"description": "the Prometheus text format",
+                              "content": {"text/plain": {"schema": {"type": "string"}}}},
+                      **_errors("401", "403")}}},
     "/api/v1/metrics/self": {"get": {
         "summary": "The seven self-metrics of seed 3.2.3 (admin): today's value, health band, status and trend",
         "parameters": [query_int("days", 1, MAX_DAYS, MAX_DAYS), AFTER_QUERY, AFTER_HEADER],

@@ -14,6 +14,7 @@ Counted per event (the bucket is the event's HLC wall time, so a replay gives th
 | conflicts_detected, conflicts_resolved, conflicts_auto_resolved | `conflict.detected` / `.resolved` (auto: a rule or the model decided) |
 | forgotten | `memory.forgotten` |
 | backtrace_sampled, backtrace_lossy | a `consolidation.completed` whose backtrace ran |
+| events:<type> | every event, by its type (`/metrics`' `zhiyi_events_total`) |
 
 The DEPENDS_ON relation is kept here (`dependants`), from the commits' `depends_on`, so the fold
 needs no other projection. Rows and the checkpoint are written in one transaction.
@@ -30,10 +31,10 @@ from events.catalogue import (
     ConflictDetected, ConflictResolved, ConsolidationCompleted, MemoryCommitted, MemoryCorrected, MemoryFeedback,
     MemoryForgotten, MemoryMarkedStale, RecallServed,
 )
-from events.envelope import Event
+from events.envelope import Event, UnknownPayload
 from projections.core.digest import Digester
 from projections.core.sqlite_projection import SqliteProjection
-from projections.metrics.reader import DB_FILE
+from projections.metrics.reader import DB_FILE, EVENTS_PREFIX
 
 SCHEMA_VERSION = 1
 
@@ -62,7 +63,9 @@ class MetricsProjector(SqliteProjection):
 
     def _fold_batch(self, conn: sqlite3.Connection, events: list[Event]) -> None:
         for ev in events:
-            for metric, n in _counted(conn, ev):
+            if isinstance(ev.data, UnknownPayload):
+                continue   # a type this build does not know (a newer writer's): changes nothing
+            for metric, n in [(f"{EVENTS_PREFIX}{ev.type}", 1), *_counted(conn, ev)]:
                 if n:
                     day, hour = _bucket(ev.wall_ms)
                     namespace = getattr(ev.data, "namespace", "") or ev.ns

@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 from projections.core.sqlite_reader import SqliteReader
 
 DB_FILE = "metrics.db"
+EVENTS_PREFIX = "events:"
 
 
 class MetricsReader(SqliteReader):
@@ -18,6 +19,27 @@ class MetricsReader(SqliteReader):
 
     def __init__(self, directory: Any) -> None:
         super().__init__(directory, DB_FILE)
+
+    async def event_types(self) -> dict[str, int]:
+        """Events folded so far, by type."""
+        return await asyncio.to_thread(self._event_types)
+
+    def _event_types(self) -> dict[str, int]:
+        rows = self._rows(f"SELECT metric, SUM(value) FROM counts WHERE metric >= ? AND metric < ? GROUP BY metric",
+                          [EVENTS_PREFIX, EVENTS_PREFIX[:-1] + chr(ord(EVENTS_PREFIX[-1]) + 1)])
+        return {metric[len(EVENTS_PREFIX):]: int(total) for metric, total in rows}
+
+    def _rows(self, sql: str, args: list[Any]) -> list[tuple]:
+        with self._lock:
+            conn = self.connection()
+            if conn is None:
+                return []
+            try:
+                return conn.execute(sql, args).fetchall()
+            except sqlite3.OperationalError as exc:
+                if "no such table" in str(exc):
+                    return []
+                raise
 
     async def daily(self, first_day: str, last_day: str, namespaces: list[str] | None = None
                     ) -> dict[str, dict[str, int]]:
@@ -29,17 +51,7 @@ class MetricsReader(SqliteReader):
         if namespaces is not None:
             where += f" AND namespace IN ({', '.join('?' for _ in namespaces)})"
             args += namespaces
-        with self._lock:
-            conn = self.connection()
-            if conn is None:
-                return {}
-            try:
-                rows = conn.execute(f"SELECT day, metric, SUM(value) FROM counts WHERE {where} GROUP BY day, metric",
-                                    args).fetchall()
-            except sqlite3.OperationalError as exc:
-                if "no such table" in str(exc):
-                    return {}
-                raise
+        rows = self._rows(f"SELECT day, metric, SUM(value) FROM counts WHERE {where} GROUP BY day, metric", args)
         out: dict[str, dict[str, int]] = {}
         for day, metric, total in rows:
             out.setdefault(day, {})[metric] = int(total)

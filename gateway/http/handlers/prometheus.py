@@ -1,0 +1,67 @@
+"""GET /metrics (admin key as `X-API-Key` or `Authorization: Bearer`): the seed 4.3 series in the
+Prometheus text format, read from the live state at each scrape."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import datetime, timezone
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from events import positions
+from events.redis.counters import Counters
+from gateway.http.appkeys import (
+    CLOCK, CONFLICTS, CONSOLIDATION_READER, EPISODES, METRICS, PROJECTORS, READER, RECALL_CACHE, SETTINGS, STORE,
+    TELEMETRY,
+)
+from gateway.http.auth import require_admin
+
+
+async def scrape(request: web.Request) -> web.Response:
+    require_admin(request)
+    app, t = request.app, request.app[TELEMETRY]
+    settings, store = app[SETTINGS], app[STORE]
+    t.uptime.set(time.monotonic() - t.started)
+    t.distill_queue.set((await app[EPISODES].counts()).get("processing", 0))
+    _, open_conflicts = await app[CONFLICTS].page(None, "open", 1, 0)
+    t.conflicts.set(open_conflicts)
+    t.vectors.set(await asyncio.to_thread(app[READER].count))
+    day = datetime.fromtimestamp(app[CLOCK].now_ms() / 1000, tz=timezone.utc).strftime("%Y-%m-%d")
+    counters = Counters(store.redis)
+    for budget, limit in (("", settings.llm_daily_limit), ("distill", settings.llm_distill_daily_limit)):
+        t.llm_calls.labels(budget or "general").set(await counters.llm_calls(day, budget))
+        t.llm_limit.labels(budget or "general").set(limit)
+    consolidation = app[CONSOLIDATION_READER]
+    runs, steps, triggers = await asyncio.to_thread(
+        lambda: (consolidation.runs(1), consolidation.steps(), consolidation.triggers()))
+    if runs:
+        t.consolidate_duration.set(((runs[0]["report"] or {}).get("duration_ms") or 0) / 1000)
+    for step, state in steps.items():
+        t.consolidate_failures.labels(step).set(state["failures"])
+    for name, state in triggers.items():
+        t.trigger_failures.labels(name).set(state["failures"])
+        t.trigger_paused.labels(name).set(1 if state["paused"] else 0)
+    last, checkpoints = await store.last_position(), await store.checkpoints()
+    first = (await store.read(None, count=1))[0].position if last else None
+    for name in app[PROJECTORS]:
+        t.lag.labels(name, settings.instance_id).set(_lag_s(last, checkpoints.get(name) or first))
+    for event_type, n in (await app[METRICS].event_types()).items():
+        t.events.labels(event_type).set(n)
+    cache = app[RECALL_CACHE]
+    lookups = cache.hits + cache.misses
+    t.cache_ratio.set(cache.hits / lookups if lookups else 0.0)
+    t.dead_letters.set(await counters.dead_letters())
+    return web.Response(body=generate_latest(t.registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+def _lag_s(last: str | None, checkpoint: str | None) -> float:
+    """Stream time between the log's end and a checkpoint (a projector with none: from the first event)."""
+    if not last or not checkpoint:
+        return 0.0
+    return max(0.0, (positions.key(last)[0] - positions.key(checkpoint)[0]) / 1000)
+
+
+def routes() -> list[web.RouteDef]:
+    return [web.get("/metrics", scrape)]
