@@ -136,7 +136,12 @@ SCHEMAS: dict[str, Any] = {
         "status": {"type": "string", "enum": ["ok", "degraded", "log_reset"]}, "redis": {"type": "boolean"},
         "log": {"type": "object"}, "projections": {"type": "object"}, "projectors": {"type": "object"}}},
     "Stats": {"type": "object", "properties": {
-        "memories": {"type": "object"}, "events": {"type": "object"}, "projectors": {"type": "object"}}},
+        "memories": {"type": "object"}, "events": {"type": "object"}, "projectors": {"type": "object"},
+        "queues": {"type": "object", "description": "the admin key only: distill_queue (episodes waiting for "
+                                                    "their extractor), episodes (by distill_status), "
+                                                    "conflicts_open, reactions_dead_letters", "properties": {
+            "distill_queue": {"type": "integer"}, "episodes": {"type": "object"},
+            "conflicts_open": {"type": "integer"}, "reactions_dead_letters": {"type": "integer"}}}}},
 }
 
 

@@ -121,9 +121,12 @@ async def test_stats_show_an_agent_only_what_it_may_read(api):
     assert status == 200
     assert mine["memories"]["by_namespace"] == {"alice-ephemeral": 1, "bob-main": 1, "shared": 1}
     assert mine["memories"]["total"] == 3
+    assert "queues" not in mine                      # they span every namespace
     status, everything = await api.call("GET", "/api/v1/stats", ADMIN_KEY)
     assert everything["memories"]["by_namespace"] == {"alice-ephemeral": 1, "bob-ephemeral": 1, "bob-main": 1,
                                                       "shared": 1}
+    assert everything["queues"]["distill_queue"] == 0 and everything["queues"]["conflicts_open"] == 0
+    assert everything["queues"]["reactions_dead_letters"] == 0 and "processing" in everything["queues"]["episodes"]
 
 
 async def test_internal_agent_ids_are_reserved(api):

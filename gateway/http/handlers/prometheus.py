@@ -10,10 +10,9 @@ from datetime import datetime, timezone
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from events import positions
 from events.redis.counters import Counters
 from gateway.http.appkeys import (
-    CLOCK, CONFLICTS, CONSOLIDATION_READER, EPISODES, METRICS, PROJECTORS, READER, RECALL_CACHE, SETTINGS, STORE,
+    CLOCK, CONFLICTS, CONSOLIDATION_READER, EPISODES, METRICS, QUERIES, READER, RECALL_CACHE, SETTINGS, STORE,
     TELEMETRY,
 )
 from gateway.http.auth import require_admin
@@ -43,10 +42,10 @@ async def scrape(request: web.Request) -> web.Response:
     for name, state in triggers.items():
         t.trigger_failures.labels(name).set(state["failures"])
         t.trigger_paused.labels(name).set(1 if state["paused"] else 0)
-    last, checkpoints = await store.last_position(), await store.checkpoints()
-    first = (await store.read(None, count=1))[0].position if last else None
-    for name in app[PROJECTORS]:
-        t.lag.labels(name, settings.instance_id).set(_lag_s(last, checkpoints.get(name) or first))
+    _, projectors = await app[QUERIES].stats.projectors()
+    for name, state in projectors.items():   # no checkpoint yet: NaN (unknown), not 0
+        t.lag.labels(name, settings.instance_id).set(float("nan") if state["lag_ms"] is None
+                                                     else state["lag_ms"] / 1000)
     for event_type, n in (await app[METRICS].event_types()).items():
         t.events.labels(event_type).set(n)
     cache = app[RECALL_CACHE]
@@ -54,13 +53,6 @@ async def scrape(request: web.Request) -> web.Response:
     t.cache_ratio.set(cache.hits / lookups if lookups else 0.0)
     t.dead_letters.set(await counters.dead_letters())
     return web.Response(body=generate_latest(t.registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
-
-
-def _lag_s(last: str | None, checkpoint: str | None) -> float:
-    """Stream time between the log's end and a checkpoint (a projector with none: from the first event)."""
-    if not last or not checkpoint:
-        return 0.0
-    return max(0.0, (positions.key(last)[0] - positions.key(checkpoint)[0]) / 1000)
 
 
 def routes() -> list[web.RouteDef]:

@@ -6,7 +6,8 @@ from aiohttp import web
 
 from commands.error_codes import ErrorCode
 from events.errors import LogResetError
-from gateway.http.appkeys import EPOCH_GUARD, QUERIES, STORE
+from events.redis.counters import Counters
+from gateway.http.appkeys import CONFLICTS, EPISODES, EPOCH_GUARD, QUERIES, STORE
 from gateway.http.errors import error_response
 from gateway.http.openapi import openapi_document
 from gateway.http.requests import acting_agent, after_param, json_response, wait_for_projections
@@ -37,11 +38,23 @@ async def stats(request: web.Request) -> web.Response:
     stats = request.app[QUERIES].stats
     await wait_for_projections(request, after_param(request), stats.reads)
     view = await stats.view(actor.can_read if actor is not None else None)
-    return json_response({
+    body = {
         "memories": {"total": sum(view.by_namespace.values()), "by_namespace": view.by_namespace},
         "events": {"total": view.events, "last_position": view.last_position},
         "projectors": view.projectors,
-    })
+    }
+    if actor is None:   # the queues span every namespace: the admin's view only
+        body["queues"] = await _queues(request)
+    return json_response(body)
+
+
+async def _queues(request: web.Request) -> dict:
+    """What waits: episodes by distillation status (`processing`: the distillation queue), open
+    conflicts, and the reactions' dead letters."""
+    episodes = await request.app[EPISODES].counts()
+    _, open_conflicts = await request.app[CONFLICTS].page(None, "open", 1, 0)
+    return {"distill_queue": episodes.get("processing", 0), "episodes": episodes, "conflicts_open": open_conflicts,
+            "reactions_dead_letters": await Counters(request.app[STORE].redis).dead_letters()}
 
 
 async def openapi(request: web.Request) -> web.Response:
