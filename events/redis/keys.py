@@ -32,6 +32,9 @@ NAMESPACE_OWNERS = PREFIX + "ns-owners"
 
 HEARTBEAT_PREFIX = PREFIX + "heartbeat:"
 
+INSTANCES = PREFIX + "instances"
+"""Hash "<instance id>:<role>" -> the instance's last record (events.redis.instances)."""
+
 REACTIONS_GROUP = "reactions"
 """The consumer group on STREAM that reaction workers share (each event is handled by one worker)."""
 
@@ -64,8 +67,9 @@ def recall_cache(digest: str) -> str:
     return f"{PREFIX}cache:recall:{digest}"
 
 
-def heartbeat(instance_id: str) -> str:
-    return HEARTBEAT_PREFIX + instance_id
+def heartbeat(instance_id: str, role: str) -> str:
+    """One process's heartbeat (a string with a TTL; events.redis.instances)."""
+    return f"{HEARTBEAT_PREFIX}{instance_id}:{role}"
 
 
 def episode(namespace: str, episode_id: str) -> str:

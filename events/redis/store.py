@@ -388,9 +388,6 @@ class EventStore:
         except Exception:  # noqa: BLE001 - any failure means unreachable
             return False
 
-    async def heartbeat(self, instance_id: str, info: str, ttl_s: int = 30) -> None:
-        """A key with a TTL naming what runs and the epoch it serves (`<info> epoch=<epoch>`)."""
-        await self.redis.set(keys.heartbeat(instance_id), f"{info} epoch={self.epoch or '-'}", ex=ttl_s)
 
 
 def new_epoch() -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import os
 import secrets
 import signal
@@ -35,9 +36,10 @@ def admin_key(data_dir: Path, env_key: str | None) -> tuple[str, str]:
 
 
 def build_settings(args: argparse.Namespace, redis_url: str, *, api_key: str = "", run_projectors: bool = True,
-                   only: tuple[str, ...] = (), run_background: bool | None = None) -> Settings:
+                   only: tuple[str, ...] = (), run_background: bool | None = None, server: bool = False) -> Settings:
     """`run_background` (default: with the projectors): this process hosts the reactions and the
-    scheduler."""
+    scheduler. `server` (`zhiyi up`, `serve`, `project`): the instance id is kept in the data dir (made
+    on the first start) and claimed while the process runs."""
     background = run_projectors if run_background is None else run_background
     env: Environment = args.env
     return Settings(
@@ -46,7 +48,8 @@ def build_settings(args: argparse.Namespace, redis_url: str, *, api_key: str = "
         api_key=api_key,
         host=getattr(args, "host", "127.0.0.1"),
         port=getattr(args, "port", DEFAULT_PORT),
-        instance_id=env.default_instance_id(),
+        instance_id=env.default_instance_id(Path(args.data_dir), create=server),
+        claim_instance=server,
         durable=env.durable,
         bge_endpoint=env.bge_endpoint,
         bge_api_key=env.bge_api_key,
@@ -113,7 +116,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     key, where = admin_key(data_dir, args.env.api_key)
     # projectors in a child process (gateway/process/projector_process.py), unless ZHIYI_INPROCESS_PROJECTORS
     inprocess = args.env.inprocess_projectors
-    settings = build_settings(args, url, api_key=key, run_projectors=inprocess, run_background=True)
+    settings = build_settings(args, url, api_key=key, run_projectors=inprocess, run_background=True, server=True)
     print(f"zhiyi: serving on http://{settings.host}:{settings.port}  (data: {data_dir.resolve()}, redis: {url})",
           flush=True)
     print(f"zhiyi: admin API key is in {where}", flush=True)
@@ -139,7 +142,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from gateway.cli.maintenance import refuse_outdated
 
     key, where = admin_key(Path(args.data_dir), args.env.api_key)
-    settings = build_settings(args, _redis_url(args), api_key=key, run_projectors=False)
+    settings = build_settings(args, _redis_url(args), api_key=key, run_projectors=False, server=True)
     if refuse_outdated(settings):
         return 2
     if settings.durable:
@@ -159,7 +162,9 @@ def cmd_project(args: argparse.Namespace) -> int:
         die_with_parent(args.parent_pid)
     from gateway.process.server import run_projectors
 
-    settings = build_settings(args, _redis_url(args), only=tuple(args.only or ()))
+    settings = build_settings(args, _redis_url(args), only=tuple(args.only or ()), server=True)
+    if args.parent_pid:   # supervised by `zhiyi up`, which runs one child at a time (and restarts a dead one)
+        settings = dataclasses.replace(settings, claim_instance=False)
     return asyncio.run(run_projectors(settings))
 
 

@@ -10,6 +10,7 @@ from typing import AsyncIterator
 import structlog
 from aiohttp import web
 
+from events import positions
 from events.clock import SystemClock
 from gateway.http.telemetry import Telemetry
 from gateway.http.appkeys import (
@@ -24,9 +25,10 @@ from gateway.http.epoch_guard import epoch_middleware
 from gateway.http.errors import error_middleware
 from gateway.http.request_schema import unknown_query_middleware
 from gateway.http.handlers import (
-    admin, agents, conflicts, consolidation, episodes, evaluation, feedback, graph, memories, metrics, prometheus,
-    recall, synonyms, system, tombstones,
+    admin, agents, conflicts, consolidation, episodes, evaluation, feedback, graph, instances, memories, metrics,
+    prometheus, recall, synonyms, system, tombstones,
 )
+from gateway.process.instance_beat import beat_until
 from gateway.process.wiring import Services, open_services
 from gateway.process.settings import Settings
 
@@ -63,7 +65,7 @@ def create_app(settings: Settings, *, embedder=None, clock=None) -> web.Applicat
     app[TELEMETRY] = Telemetry()
     app.cleanup_ctx.append(services)
     for module in (system, agents, memories, episodes, feedback, admin, tombstones, recall, synonyms, evaluation,
-                   graph, conflicts, consolidation, metrics, prometheus):
+                   graph, conflicts, consolidation, metrics, prometheus, instances):
         app.add_routes(module.routes())
     return app
 
@@ -99,7 +101,20 @@ def _start_runners(s: Services) -> None:
     if s.reactions is not None:
         s.runner_tasks.append(asyncio.create_task(s.reactions.run(s.stopping), name="reactions"))
         log.info("reactions.started", policies=[p.name for p in s.reactions.policies])
+    s.runner_tasks.append(asyncio.create_task(
+        beat_until(s.stopping, s.instances, settings.instance_id, "gateway", _gateway_record(s), lambda: "gateway"),
+        name="heartbeat"))
     if settings.run_scheduler and settings.tick_interval_s > 0:
         s.runner_tasks.append(asyncio.create_task(s.triggers.run(s.stopping, settings.tick_interval_s),
                                                   name="triggers"))
         log.info("triggers.started", interval_s=settings.tick_interval_s, disabled=s.triggers.disabled)
+
+
+def _gateway_record(s: Services):
+    """What a gateway's heartbeat records: the position its reads can reach (the lowest checkpoint of
+    the deployment's projectors)."""
+    async def record() -> dict:
+        _, projectors = await s.queries.stats.projectors()
+        cps = [p["position"] for p in projectors.values()]
+        return {"position": None if None in cps or not cps else min(cps, key=positions.key)}
+    return record

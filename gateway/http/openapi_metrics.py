@@ -10,6 +10,15 @@ from gateway.http.openapi_fields import AFTER_HEADER, AFTER_QUERY, query_int
 from projections.metrics.self_metrics import DEFINITIONS
 
 SCHEMAS: dict[str, Any] = {
+    "InstancesResponse": {"type": "object", "properties": {
+        "instances": {"type": "array", "items": {"type": "object", "properties": {
+            "instance_id": {"type": "string"}, "role": {"type": "string", "enum": ["gateway", "projector"]},
+            "status": {"type": "string", "enum": ["up", "down"]},
+            "last_seen": {"type": "string", "format": "date-time"}, "version": {"type": ["string", "null"]},
+            "position": {"type": ["string", "null"], "description": "the lowest checkpoint its reads depend on"},
+            "lag_events": {"type": ["integer", "null"], "description": "events after it (counted up to 10,000)"},
+            "lag_ms": {"type": ["integer", "null"]}}}},
+        "log": {"type": "object", "properties": {"last_position": {"type": ["string", "null"]}}}}},
     "SelfMetric": {"type": "object", "properties": {
         "name": {"type": "string", "enum": [d.name for d in DEFINITIONS]},
         "value": {"type": ["number", "null"]}, "reason": {"type": "string", "description": "why value is null"},
@@ -24,6 +33,10 @@ SCHEMAS: dict[str, Any] = {
 }
 
 PATHS: dict[str, Any] = {
+    "/api/v1/instances": {"get": {
+        "summary": "Every zhiyi process that heartbeats (admin): gateways and projector processes, up or down "
+                   "(no heartbeat for 30 s), with the position their reads reach and their lag",
+        "responses": {"200": _json(_ref("InstancesResponse")), **_errors("401", "403")}}},
     "/metrics": {"get": {
         "summary": "Prometheus metrics (admin key as X-API-Key or Authorization: Bearer): uptime, request "
                    "durations by route, distillation queue, pending conflicts, vectors, LLM calls today, "

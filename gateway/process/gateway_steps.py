@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from events.redis.append_call import require_durable
+from gateway.process.instance_beat import claim
 from gateway.process.shutdown import bounded, stop_tasks
 
 if TYPE_CHECKING:
@@ -23,6 +24,8 @@ RUNNERS_GRACE_S = 10.0
 
 
 async def open_gateway(s: Services, stack: AsyncExitStack) -> None:
+    if s.settings.claim_instance:  # a second live gateway with this instance id: refuse to start
+        await claim(s.instances, s.settings.instance_id, "gateway", "gateway", await s.store.log_epoch() or "")
     if s.settings.durable:  # refuse to start rather than acknowledge writes whose fsync cannot be confirmed
         await require_durable(s.store.redis)
     await s.epoch_guard.open()  # the projections' epoch, expected by every append from now on

@@ -6,30 +6,22 @@ import asyncio
 import contextlib
 import signal
 from pathlib import Path
+from typing import Any
 
 import structlog
 
-from events.redis.client import TRANSIENT_ERRORS
-from events.redis.store import EventStore
+from events import positions
 from gateway.http import listener
 from gateway.http.app import create_app
 from gateway.process.settings import Settings
 from gateway.process.gateway_steps import warm_up
+from gateway.process.instance_beat import InstanceTaken, beat_until, claim
 from gateway.process.wiring import Services, open_services
 from projections.core.registry import NAMES
 
 log = structlog.get_logger(__name__)
 
-HEARTBEAT_EVERY_S = 10
-
-
-async def _heartbeat(store: EventStore, instance_id: str, info: str) -> None:
-    """Write the heartbeat key; Redis being away is logged, never fatal (the runners retry on their
-    own, and the next beat comes `HEARTBEAT_EVERY_S` later)."""
-    try:
-        await store.heartbeat(instance_id, info)
-    except TRANSIENT_ERRORS as exc:
-        log.warning("projectors.heartbeat_failed", error=f"{type(exc).__name__}: {exc}")
+WATCH_EVERY_S = 10
 
 
 def new_event_loop() -> asyncio.AbstractEventLoop:
@@ -68,19 +60,34 @@ async def run_projectors(settings: Settings) -> int:
 
 async def _project(services: Services, names: list[str]) -> int:
     settings, store, stop = services.settings, services.store, services.stopping
+    runners = services.projector_runners
+
+    def info() -> str:
+        return "projector:" + ",".join(names) + (" waiting:log_reset" if runners.waiting else "")
+
+    async def record() -> dict[str, Any]:
+        checkpoints = await store.checkpoints()
+        mine = [checkpoints.get(n) for n in names]
+        return {"position": None if None in mine else min(mine, key=positions.key), "projectors": names}
+
+    if settings.claim_instance:
+        try:
+            await claim(services.instances, settings.instance_id, "projector", info(), store.epoch or "")
+        except InstanceTaken as exc:
+            log.error("instance.taken", error=str(exc))
+            return 2
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     # one task for all: it stops, waits and reopens them through a reset log (projections.core.runner_set)
-    runners = services.projector_runners
     tasks = [asyncio.create_task(runners.run(stop), name="projectors")]
+    beat = asyncio.create_task(beat_until(stop, services.instances, settings.instance_id, "projector", record, info,
+                                          epoch=lambda: store.epoch or ""), name="heartbeat")
     await _report_ready(services.embedder, settings.ready_file)
-    log.info("projectors.running", names=names)
+    log.info("projectors.running", names=names, instance_id=settings.instance_id)
     rc = 0
     try:
         while not stop.is_set():
-            await _heartbeat(store, settings.instance_id, "projector:" + ",".join(names)
-                                  + (" waiting:log_reset" if runners.waiting else ""))
             done = [t for t in tasks if t.done()]
             if done:
                 for t in done:
@@ -90,8 +97,8 @@ async def _project(services: Services, names: list[str]) -> int:
                 stop.set()
                 break
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(stop.wait(), HEARTBEAT_EVERY_S)
+                await asyncio.wait_for(stop.wait(), WATCH_EVERY_S)
     finally:
         stop.set()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(*tasks, beat, return_exceptions=True)
     return rc

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import socket
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
@@ -16,6 +17,7 @@ from commands.model import Limits
 
 
 DISTILL_EXTRACTORS = ("learned", "rules")   # ZHIYI_DISTILL_EXTRACTOR without an LLM (commands/distill/)
+INSTANCE_ID_FILE = "instance_id"             # <data-dir>/instance_id: a server's id, kept across restarts
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +28,8 @@ class Settings:
     host: str = "127.0.0.1"
     port: int = 7821
     instance_id: str = "zhiyi-1"
+    claim_instance: bool = False         # a server process (`zhiyi up/serve/project`): refuse to start while
+                                         # another live process holds the same (instance id, role)
     durable: bool = False
     bge_endpoint: str | None = None
     bge_api_key: str | None = None
@@ -101,7 +105,7 @@ class Environment:
     redis_url: str | None = None             # REDIS_URL
     api_key: str | None = None               # API_KEY (else <data-dir>/api_key)
     data_dir: str = "./data"                 # ZHIYI_DATA_DIR
-    instance_id: str | None = None           # ZHIYI_INSTANCE_ID (else host-pid)
+    instance_id: str | None = None           # ZHIYI_INSTANCE_ID (else <data-dir>/instance_id)
     durable: bool = False                    # ZHIYI_DURABLE
     inprocess_projectors: bool = False       # ZHIYI_INPROCESS_PROJECTORS
     no_reactions: bool = False               # ZHIYI_NO_REACTIONS
@@ -165,5 +169,17 @@ class Environment:
             tick_interval_s=float(env.get("ZHIYI_TICK_INTERVAL_S", "30")),
         )
 
-    def default_instance_id(self) -> str:
-        return self.instance_id or f"{socket.gethostname()}-{os.getpid()}"
+    def default_instance_id(self, data_dir: Path | None = None, *, create: bool = False) -> str:
+        """ZHIYI_INSTANCE_ID, else the id kept in `<data_dir>/instance_id` (a UUID written on a server's
+        first start: `create`), else host-pid (a command run on a data dir no server has used)."""
+        if self.instance_id:
+            return self.instance_id
+        if data_dir is not None:
+            path = Path(data_dir) / INSTANCE_ID_FILE
+            if path.exists():
+                return path.read_text(encoding="utf-8").strip()
+            if create:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(str(uuid.uuid4()) + "\n", encoding="utf-8")
+                return path.read_text(encoding="utf-8").strip()
+        return f"{socket.gethostname()}-{os.getpid()}"

@@ -41,6 +41,7 @@ from events.clock import Clock, SystemClock
 from events.redis.answer_cache import RecallCache
 from events.redis.client import connect
 from events.redis.counters import Counters
+from events.redis.instances import Instances
 from events.redis.store import EventStore
 from gateway.http.audit import SPILL_DIR as AUDIT_SPILL_DIR
 from gateway.http.audit import AuditWriter
@@ -104,6 +105,11 @@ class Services:
         redis = connect(self.settings.redis_url)
         self._closes(redis.aclose, "redis")
         return EventStore(redis, origin=self.origin, durable=self.settings.durable)
+
+    @cached_property
+    def instances(self) -> Instances:
+        """This process's heartbeats and the list of every instance (events.redis.instances)."""
+        return Instances(self.store.redis)
 
     @cached_property
     def counters(self) -> Counters:

@@ -47,3 +47,17 @@ async def test_stats_requires_a_key(api):
     status, body = await api.call("GET", "/api/v1/stats", None)
     assert status == 401
     assert_error(body, "unauthorized")
+
+
+async def test_instances_list_the_running_gateway(api):
+    from gateway.process.instance_beat import zhiyi_version
+
+    key = await api.register("alice")
+    await api.settle()
+    status, body = await api.call("GET", "/api/v1/instances")
+    assert status == 200, body
+    mine = [i for i in body["instances"] if i["instance_id"] == "e2e"]
+    assert [(i["role"], i["status"]) for i in mine] == [("gateway", "up")], body
+    assert mine[0]["version"] == zhiyi_version() and mine[0]["last_seen"].endswith("Z")
+    status, body = await api.call("GET", "/api/v1/instances", key)
+    assert status == 403 and body["error"]["code"] == "admin_required"

@@ -161,3 +161,50 @@ def test_up_can_keep_the_projectors_and_the_query_model_in_process(tmp_path: Pat
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(subprocess.call([sys.executable, "-m", "pytest", __file__]))
+
+
+def test_instances_mark_a_killed_gateway_down_and_a_restart_reuses_its_id(tmp_path: Path) -> None:
+    """Two gateways on one Redis: `zhiyi up` (A) and a `zhiyi serve` (B, its own data dir). B killed is
+    listed down within 40 s; started again it has the same id (kept in its data dir); a second live
+    process with B's id is refused."""
+    from up_process import base_env, request, start, zhiyi_bin
+
+    port_a, port_b = _free_port(), _free_port()
+    a = _start(tmp_path / "a", port_a, tmp_path)
+    b = b_again = None
+    try:
+        admin = (tmp_path / "a" / "api_key").read_text().strip()
+        env = base_env(REDIS_URL=(tmp_path / "a" / "redis_url").read_text().strip(), API_KEY=admin,
+                       ZHIYI_QUERY_EMBEDDING_PROCESS="0")
+        serve_b = [str(zhiyi_bin()), "serve", "--data-dir", str(tmp_path / "b")]
+        b = start(serve_b + ["--port", str(port_b)], port_b, tmp_path, env)
+        b_id = (tmp_path / "b" / "instance_id").read_text().strip()
+        a_id = (tmp_path / "a" / "instance_id").read_text().strip()
+
+        def listed() -> dict[tuple[str, str], str]:
+            status, body = request(port_a, "GET", "/api/v1/instances", admin)
+            assert status == 200, body
+            return {(i["instance_id"], i["role"]): i["status"] for i in body["instances"]}
+
+        eventually_sync(lambda: listed().get((b_id, "gateway")) == "up", timeout_s=15, interval_s=0.2,
+                        what="gateway B listed up")
+        assert listed()[(a_id, "gateway")] == "up" and listed()[(a_id, "projector")] == "up"
+        # a second live process with B's id is refused
+        twin = subprocess.run(serve_b + ["--port", str(_free_port())], env=env, cwd=tmp_path, capture_output=True,
+                              text=True, timeout=120)
+        assert twin.returncode != 0 and "another live gateway process holds instance id" in twin.stdout + twin.stderr
+        b.kill()
+        b.wait(timeout=30)
+        started = time.monotonic()
+        eventually_sync(lambda: listed().get((b_id, "gateway")) == "down", timeout_s=45, interval_s=0.5,
+                        what="gateway B listed down")
+        assert time.monotonic() - started < 40
+        b_again = start(serve_b + ["--port", str(port_b)], port_b, tmp_path, env)
+        assert (tmp_path / "b" / "instance_id").read_text().strip() == b_id
+        eventually_sync(lambda: listed().get((b_id, "gateway")) == "up", timeout_s=15, interval_s=0.2,
+                        what="gateway B up again under the same id")
+    finally:
+        for proc in (b, b_again):
+            if proc is not None and proc.poll() is None:
+                _stop(proc)
+        _stop(a)

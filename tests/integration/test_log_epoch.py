@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import redis.exceptions
 
+from events.redis.instances import Instances
 from events.redis import keys
 from events.catalogue import MemoryCommitted, new_event
 from events.errors import LogResetError
@@ -192,8 +193,10 @@ async def test_a_check_never_trusts_a_read_begun_before_it(store, redis, redis_u
 
 async def test_heartbeats_carry_the_epoch(store, redis) -> None:
     epoch = await store.open_epoch()
-    await store.heartbeat("node-1", "projector:memories")
-    assert await redis.get(keys.heartbeat("node-1")) == f"projector:memories epoch={epoch}".encode()
+    instances = Instances(redis)
+    await instances.beat("node-1", "projector", {"position": None}, now_ms=1, info="projector:memories", epoch=epoch)
+    beat = await instances.heartbeat("node-1", "projector")
+    assert beat == {"token": instances.token, "info": "projector:memories", "epoch": epoch}
 
 
 async def test_a_checkpoint_is_published_only_into_its_own_log(store, redis) -> None:
