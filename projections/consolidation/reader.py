@@ -6,7 +6,6 @@ decay rates, the notices and the distilled-memory count. A missing database read
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 import time
 from typing import Any, ClassVar, Mapping
 
@@ -41,32 +40,20 @@ class ConsolidationReader(SqliteReader):
     def __init__(self, directory: Any) -> None:
         super().__init__(directory, DB_FILE)
 
-    def _all(self, sql: str, args: tuple = ()) -> list[tuple]:
-        with self._lock:
-            conn = self.connection()
-            if conn is None:
-                return []
-            try:
-                return conn.execute(sql, args).fetchall()
-            except sqlite3.OperationalError as exc:
-                if "no such table" in str(exc):
-                    return []
-                raise
-
     # ------------------------------------------------------------------ synchronous reads (call from a thread)
 
     def decay_rates(self) -> dict[str, float]:
         """The calibrated daily decay rate of each decay class that has one."""
-        return {c: float(r) for c, r in self._all("SELECT decay_class, rate FROM decay_rates")}
+        return {c: float(r) for c, r in self.fetch("SELECT decay_class, rate FROM decay_rates")}
 
     def rate_rows(self) -> list[dict[str, Any]]:
         cols = ("decay_class", "base", "rate", "fitted", "samples", "status", "run_id")
-        return [dict(zip(cols, r)) for r in self._all(f"SELECT {', '.join(cols)} FROM decay_rates ORDER BY 1")]
+        return [dict(zip(cols, r)) for r in self.fetch(f"SELECT {', '.join(cols)} FROM decay_rates ORDER BY 1")]
 
     def runs(self, limit: int = 10) -> list[dict[str, Any]]:
         cols = ("run_id", "position", "at_ms", "trigger", "steps", "clusters", "patterns", "report")
         out = []
-        for row in self._all(f"SELECT {', '.join(cols)} FROM runs ORDER BY at_ms DESC, position DESC LIMIT ?",
+        for row in self.fetch(f"SELECT {', '.join(cols)} FROM runs ORDER BY at_ms DESC, position DESC LIMIT ?",
                              (limit,)):
             r = dict(zip(cols, row))
             for key in ("steps", "clusters", "patterns", "report"):
@@ -77,20 +64,20 @@ class ConsolidationReader(SqliteReader):
     def pattern_members(self) -> list[list[str]]:
         """The member ids of every pattern a run wrote (what the next mining must not repeat)."""
         out: list[list[str]] = []
-        for (patterns,) in self._all("SELECT patterns FROM runs"):
+        for (patterns,) in self.fetch("SELECT patterns FROM runs"):
             out += [list(p.get("members", [])) for p in _loads(patterns) or []]
         return out
 
     def steps(self) -> dict[str, dict[str, Any]]:
         cols = ("step", "failures", "disabled", "last_status", "last_error", "last_run")
         return {r[0]: {**dict(zip(cols, r)), "disabled": bool(r[2])}
-                for r in self._all(f"SELECT {', '.join(cols)} FROM steps")}
+                for r in self.fetch(f"SELECT {', '.join(cols)} FROM steps")}
 
     def triggers(self) -> dict[str, dict[str, Any]]:
         cols = ("name", "last_fired_ms", "last_attempt_ms", "fired", "failures", "paused", "paused_reason",
                 "last_error", "marks", "last_result")
         out = {}
-        for row in self._all(f"SELECT {', '.join(cols)} FROM triggers"):
+        for row in self.fetch(f"SELECT {', '.join(cols)} FROM triggers"):
             r = dict(zip(cols, row))
             r["paused"], r["marks"], r["last_result"] = bool(r["paused"]), _loads(r["marks"]), _loads(r["last_result"])
             out[r["name"]] = r
@@ -99,10 +86,10 @@ class ConsolidationReader(SqliteReader):
     def notices(self, limit: int = 100) -> list[dict[str, Any]]:
         cols = ("position", "at", "kind", "subject", "message")
         return [dict(zip(cols, r)) for r in
-                self._all(f"SELECT {', '.join(cols)} FROM notices ORDER BY position DESC LIMIT ?", (limit,))]
+                self.fetch(f"SELECT {', '.join(cols)} FROM notices ORDER BY position DESC LIMIT ?", (limit,))]
 
     def counter(self, name: str) -> int:
-        rows = self._all("SELECT value FROM counters WHERE name = ?", (name,))
+        rows = self.fetch("SELECT value FROM counters WHERE name = ?", (name,))
         return int(rows[0][0]) if rows else 0
 
     # ------------------------------------------------------------------ async wrappers

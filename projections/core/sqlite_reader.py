@@ -7,6 +7,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from pathlib import Path
+from typing import Any, Sequence
 
 
 class SqliteReader:
@@ -21,6 +22,19 @@ class SqliteReader:
                 return None
             self._conn = sqlite3.connect(f"{self.path.as_uri()}?mode=ro", uri=True, check_same_thread=False)
         return self._conn
+
+    def fetch(self, sql: str, args: Sequence[Any] = ()) -> list[tuple]:
+        """The rows of one query under the lock; none while the file or its tables do not exist yet."""
+        with self._lock:
+            conn = self.connection()
+            if conn is None:
+                return []
+            try:
+                return conn.execute(sql, args).fetchall()
+            except sqlite3.OperationalError as exc:
+                if "no such table" in str(exc):
+                    return []
+                raise
 
     def close(self) -> None:
         with self._lock:

@@ -5,7 +5,6 @@ database reads as no counts."""
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from typing import Any, ClassVar
 
 from projections.core.sqlite_reader import SqliteReader
@@ -25,21 +24,9 @@ class MetricsReader(SqliteReader):
         return await asyncio.to_thread(self._event_types)
 
     def _event_types(self) -> dict[str, int]:
-        rows = self._rows(f"SELECT metric, SUM(value) FROM counts WHERE metric >= ? AND metric < ? GROUP BY metric",
+        rows = self.fetch(f"SELECT metric, SUM(value) FROM counts WHERE metric >= ? AND metric < ? GROUP BY metric",
                           [EVENTS_PREFIX, EVENTS_PREFIX[:-1] + chr(ord(EVENTS_PREFIX[-1]) + 1)])
         return {metric[len(EVENTS_PREFIX):]: int(total) for metric, total in rows}
-
-    def _rows(self, sql: str, args: list[Any]) -> list[tuple]:
-        with self._lock:
-            conn = self.connection()
-            if conn is None:
-                return []
-            try:
-                return conn.execute(sql, args).fetchall()
-            except sqlite3.OperationalError as exc:
-                if "no such table" in str(exc):
-                    return []
-                raise
 
     async def daily(self, first_day: str, last_day: str, namespaces: list[str] | None = None
                     ) -> dict[str, dict[str, int]]:
@@ -51,7 +38,7 @@ class MetricsReader(SqliteReader):
         if namespaces is not None:
             where += f" AND namespace IN ({', '.join('?' for _ in namespaces)})"
             args += namespaces
-        rows = self._rows(f"SELECT day, metric, SUM(value) FROM counts WHERE {where} GROUP BY day, metric", args)
+        rows = self.fetch(f"SELECT day, metric, SUM(value) FROM counts WHERE {where} GROUP BY day, metric", args)
         out: dict[str, dict[str, int]] = {}
         for day, metric, total in rows:
             out.setdefault(day, {})[metric] = int(total)
