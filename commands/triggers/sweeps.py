@@ -73,19 +73,22 @@ class Sweep:
     async def run(self, after: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
         """One sweep from `after`: (result, marks)."""
         events = await self.store.read(after, count=self.scan)
-        through, examined, appended = after or "", 0, 0
+        through, examined, appended, written = after or "", 0, 0, ""
         for event in events:
             if self.policy.wants(event):
                 if examined >= self.limit:
                     break
                 examined += 1
-                if not await self.waiter.wait(list(self.policy.reads), event.position, self.wait_s):
+                # the projections have this event, and what this sweep appended before it (a conflict
+                # found from one side must not be found again from the other)
+                if not await self.waiter.wait(list(self.policy.reads), written or event.position, self.wait_s):
                     break   # the projections lag: the next run starts from here
                 follow = [e if e.cause else replace(e, cause=event.position) for e in await self.policy.decide(event)]
                 if follow:
                     key = reaction_key(event.position, self.policy.name)
                     res = await self.store.append(follow, idempotency=Idempotency("reaction", key, key))
                     appended += 0 if res.duplicate else len(follow)
+                    written = res.position
             through = event.position
         log.info("trigger.sweep", policy=self.policy.name, examined=examined, appended=appended, through=through)
         return {"examined": examined, "appended": appended}, {"through": through}
