@@ -44,6 +44,7 @@ from events.envelope import Event
 from events.redis.client import TRANSIENT_ERRORS
 from events.vocabulary import DECAY_CLASS_BY_CATEGORY, SHARED_NAMESPACE
 from projections.memories.scores import ms_of
+from projections.consolidation.reader import is_mined
 from projections.queries.consolidation_rows import live_with_vectors
 
 log = structlog.get_logger(__name__)
@@ -195,8 +196,11 @@ class ConsolidationService:
     # ------------------------------------------------------------------ the steps
 
     async def _clusters(self, ctx: Context, vectors: Any) -> StepOutcome:
-        ids = [r["id"] for r in ctx.rows]
-        found = await asyncio.to_thread(topic_clusters, ids, vectors) if ids else None
+        # the topics of what was remembered: mined patterns (summaries of clusters) would pull the
+        # clusters toward themselves, and the next run would mine the moved clusters again
+        keep = [i for i, r in enumerate(ctx.rows) if not is_mined(r.get("extractor") or "")]
+        ids = [ctx.rows[i]["id"] for i in keep]
+        found = await asyncio.to_thread(topic_clusters, ids, vectors[keep]) if ids else None
         if found is None:
             return StepOutcome("ok", {"memories": 0, "clusters": 0, "noise": 0})
         ctx.clusters = [{"cluster_id": c.cluster_id, "size": c.size, "members": list(c.member_ids),
@@ -298,7 +302,7 @@ def _report(ctx: Context, outcomes: dict[str, StepOutcome], previous: dict[str, 
     report: dict[str, Any] = {
         "memories": memories,
         "clusters_found": len(ctx.clusters),
-        "noise_fraction": round(clusters.get("noise", 0) / memories, 4) if memories else 0.0,
+        "noise_fraction": round(clusters.get("noise", 0) / clusters["memories"], 4) if clusters.get("memories") else 0.0,
         "pruned": {k: v for k, v in outcomes["prune"].detail.items() if k.endswith(("nodes", "edges"))},
         "rates_calibrated": sum(1 for r in ctx.rates if r["status"] != "kept"),
         "patterns_written": len(ctx.patterns),

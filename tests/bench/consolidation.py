@@ -30,6 +30,7 @@ Sections (`main` runs them in turn; `--sections` picks some):
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import re
@@ -52,7 +53,12 @@ FULL_DIM_LIMIT_S = 300.0      # full-dimension HDBSCAN slower than this on all p
 SUBSAMPLE = 5000
 ALTERNATIVES = (16, 32, 64)
 SCALE_N = 10_000
-SECTIONS = ("clusters", "calibration", "patterns")
+SECTIONS = ("clusters", "calibration", "patterns", "run")
+RUN_ADMIN = "bench-admin-key"
+#: each source's memories get a category, so the patterns step has groups to find
+CATEGORY_OF = {"turn": "fact", "observation": "fact", "event": "decision", "summary": "decision",
+               "sentence": "fact", "caption": "fact", "question": "preference", "answer": "fact", "memory": "fact",
+               "query": "preference"}   # by the id's source prefix (memory_texts)
 
 
 # ---- data -------------------------------------------------------------------------------------
@@ -243,6 +249,57 @@ def bench_clusters(args: argparse.Namespace) -> None:
 
 # ---- main -------------------------------------------------------------------------------------
 
+async def bench_run(args: argparse.Namespace) -> None:
+    """`zhiyi up` on a private Redis (gateway, projector child; no reactions, no triggers, no commit
+    check: this measures consolidation, not ingest), the texts batch-committed into one namespace,
+    then three runs through the admin endpoint: the first writes the patterns, the next find none."""
+    import tempfile
+
+    import aiohttp
+
+    from _harness import private_redis, zhiyi_process
+
+    ids, texts, _ = memory_texts(args.n)
+    env = {"ZHIYI_NO_REACTIONS": "1", "ZHIYI_TICK_INTERVAL_S": "0", "ZHIYI_CONFLICT_CHECK": "0"}
+    with private_redis() as redis_url, tempfile.TemporaryDirectory() as tmp:
+        with zhiyi_process("up", redis_url, Path(tmp) / "data", RUN_ADMIN, env) as base:
+            async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=1800)) as s:
+                async def call(path: str, body: dict, key: str = RUN_ADMIN) -> dict:
+                    async with s.post(base + path, json=body, headers={"X-API-Key": key}) as r:
+                        if r.status not in (200, 201):
+                            raise RuntimeError(f"{path}: {r.status} {await r.text()}")
+                        return await r.json()
+
+                key = (await call("/api/v1/agents/register", {"agent_id": "bench"}))["api_key"]
+                started = time.perf_counter()
+                position = ""
+                for i in range(0, len(texts), 1000):
+                    entries = [{"content": t[:16000], "category": CATEGORY_OF[mid.split(":")[0]]}
+                               for mid, t in zip(ids[i:i + 1000], texts[i:i + 1000])]
+                    position = (await call("/api/v1/batch-commit", {"entries": entries}, key))["position"]
+                committed = time.perf_counter() - started
+                while True:   # /stats with after= answers 504 until the memories projection has it
+                    async with s.get(base + "/api/v1/stats", params={"after": position},
+                                     headers={"X-API-Key": RUN_ADMIN}) as r:
+                        if r.status == 200:
+                            break
+                        if r.status != 504:
+                            raise RuntimeError(f"/api/v1/stats: {r.status} {await r.text()}")
+                projected = time.perf_counter() - started
+                print(f"stored: {len(texts):,} memories committed in {committed:.1f} s, projected (embedded, LanceDB) "
+                      f"after {projected:.1f} s; the run below reads them back from LanceDB")
+                for n in range(3):
+                    t0 = time.perf_counter()
+                    run = await call("/api/v1/admin/consolidate", {})
+                    took = time.perf_counter() - t0
+                    steps = ", ".join(f"{st['step']} {st['status']} {st['detail'].get('ms', '-')} ms" for st in run["steps"])
+                    r = run["report"]
+                    print(f"  run {n + 1}: {took:.2f} s over HTTP (report duration {r['duration_ms']} ms): "
+                          f"{r['memories']:,} memories, {r['clusters_found']} clusters, noise {r['noise_fraction']:.1%}, "
+                          f"{r['patterns_written']} patterns written")
+                    print(f"         {steps}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=10_000, help="memory texts to take (at most what the data has)")
@@ -266,6 +323,9 @@ def main() -> None:
         print("\n== decay calibration on a synthetic history with known rates "
               "(commands.consolidation.calibration.calibrate) ==")
         bench_calibration()
+    if "run" in args.sections:
+        print("\n== a whole consolidation run over the stored memories (POST /api/v1/admin/consolidate) ==")
+        asyncio.run(bench_run(args))
     if "patterns" in args.sections:
         print("\n== pattern mining on synthetic clusters with planted patterns "
               "(commands.consolidation.patterns.mine_patterns) ==")
