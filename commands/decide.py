@@ -20,7 +20,7 @@ from events.catalogue import (
 )
 from events.envelope import Event
 from events.redis.indexes import Guard
-from events.redis.store import AgentIndex, MemoryIndex
+from events.redis.indexes import AgentIndex, MemoryIndex
 from events.vocabulary import EPHEMERAL_SUFFIX, MAIN_SUFFIX, SHARED_NAMESPACE
 from commands.rules.forgetting import ForgetCandidate
 from projections.synonyms.reader import normalize_term

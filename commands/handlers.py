@@ -27,7 +27,8 @@ from commands.model import (
 from commands.rules.forgetting import ForgetCandidate
 from events.envelope import Event
 from events.errors import GuardFailed, IdempotencyConflict
-from events.redis.store import AppendResult, EventStore, Idempotency, MemoryIndex
+from events.redis.indexes import MemoryIndex
+from events.redis.store import AppendResult, EventStore, Idempotency
 
 log = structlog.get_logger(__name__)
 

@@ -17,6 +17,35 @@ from events.envelope import Event
 
 
 @dataclass(frozen=True, slots=True)
+class MemoryIndex:
+    """A memory's write-side index (what an append checks and a command decides on)."""
+
+    memory_id: str
+    version: int
+    namespace: str
+    agent: str
+    deleted: bool
+    merged_into: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class AgentIndex:
+    """An agent's write-side index: its namespaces and its key's hash."""
+
+    agent_id: str
+    main_namespace: str
+    ephemeral_namespace: str
+    agent_type: str
+    key_hash: str
+
+
+def memory_index_of(memory_id: str, h: dict[str, str]) -> MemoryIndex:
+    """The index record of a memory's index hash (`keys.memory`)."""
+    return MemoryIndex(memory_id, int(h.get("version", "0")), h.get("ns", ""), h.get("agent", ""),
+                       h.get("deleted") == "1", h.get("merged_into", ""))
+
+
+@dataclass(frozen=True, slots=True)
 class HSet:
     key: str
     mapping: dict[str, str]

@@ -32,7 +32,7 @@ from events.redis.append_call import ScriptCall, call_script
 from events.codec import decode, encode_append_fields
 from events.envelope import Event
 from events.errors import GuardFailed, IdempotencyConflict, LogResetError
-from events.redis.indexes import Guard, index_ops
+from events.redis.indexes import AgentIndex, Guard, MemoryIndex, index_ops, memory_index_of
 from events.redis.replies import as_str, entries, hash_to_str
 
 log = structlog.get_logger(__name__)
@@ -69,25 +69,6 @@ class AppendResult:
     @property
     def position(self) -> str:
         return self.positions[-1] if self.positions else ""
-
-
-@dataclass(frozen=True, slots=True)
-class MemoryIndex:
-    memory_id: str
-    version: int
-    namespace: str
-    agent: str
-    deleted: bool
-    merged_into: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class AgentIndex:
-    agent_id: str
-    main_namespace: str
-    ephemeral_namespace: str
-    agent_type: str
-    key_hash: str
 
 
 @dataclass
@@ -323,7 +304,7 @@ class EventStore:
         h = hash_to_str(await self.redis.hgetall(keys.memory(memory_id)))
         if not h:
             return None
-        return _memory_index(memory_id, h)
+        return memory_index_of(memory_id, h)
 
     async def memory_indexes(self, memory_ids: Sequence[str]) -> dict[str, MemoryIndex]:
         if not memory_ids:
@@ -335,7 +316,7 @@ class EventStore:
         for mid, raw in zip(memory_ids, await pipe.execute()):
             h = hash_to_str(raw)
             if h:
-                found[mid] = _memory_index(mid, h)
+                found[mid] = memory_index_of(mid, h)
         return found
 
     async def agent_for_key_hash(self, key_hash: str) -> str | None:
@@ -398,8 +379,3 @@ def reset_message(expected: str | None, found: str | None) -> str:
     return (f"the event log was wiped or replaced (its epoch is {found or 'missing'}, expected {expected or 'none'}): "
             "nothing is read or written until the projections are rebuilt from the current log with "
             "`zhiyi replay --in-place`; agents registered in the lost log must register again")
-
-
-def _memory_index(memory_id: str, h: dict[str, str]) -> MemoryIndex:
-    return MemoryIndex(memory_id, int(h.get("version", "0")), h.get("ns", ""), h.get("agent", ""),
-                       h.get("deleted") == "1", h.get("merged_into", ""))

@@ -9,7 +9,8 @@ import orjson
 
 from events.redis.store import EventStore
 from gateway.process.settings import Settings
-from gateway.process.wiring import make_embedding_model, open_services
+from gateway.process.model_services import make_embedding_model
+from gateway.process.wiring import open_services
 from projections.core import replay as rebuilds
 from projections.core.registry import projections_root
 from projections.core.replay import ProjectionDigest

@@ -8,9 +8,11 @@ writer; the HTTP app (`gateway.http.app`), every `zhiyi` command and the tests e
   embedding model, `zhiyi digest` connects to no Redis), and registers its own close on the exit
   stack right after it opens: pieces close in the reverse order of opening (a piece before what it
   was built on), each close bounded (a stuck or failing one is logged, the next still runs).
+- The models are `gateway.process.model_services.ModelServices`, which `Services` inherits.
 - `gateway=True` (the HTTP app's process; `gateway.process.gateway_steps`) opens everything up front,
-  with what only a long-running server wants (the durability check, the epoch guard, the in-memory followers of the activity and
-  graph projections, the query-embedding child, the model warm-ups, the serving index's load), then
+  with what only a long-running server wants (the durability check, the epoch guard, the in-memory
+  followers of the activity and graph projections, the query-embedding child, the model warm-ups,
+  the serving index's load), then
   registers the shutdown-ordered steps last so that they run first: the audit writer is flushed,
   then `stopping` is set and the runner tasks (started by the app) are stopped, then the background
   tasks are drained, then the rest closes.
@@ -32,7 +34,6 @@ from commands.conflicts.service import ConflictCommands
 from commands.handlers import CommandService
 from commands.distill.batcher import DistillBatcher
 from commands.llm import ChatClient
-from commands.distill.learned import StatementJudge, StatementModel
 from commands.reactions.runner import ReactionsRunner
 from commands.scheduler import Scheduler
 from commands.consolidation.service import ConsolidationService
@@ -50,7 +51,8 @@ from gateway.process.policies import reaction_policies
 from gateway.process.triggers import build_triggers
 from gateway.process.queries import Queries, build_queries
 from gateway.process.settings import Settings
-from gateway.process.gateway_steps import open_gateway, warm_up
+from gateway.process.gateway_steps import open_gateway
+from gateway.process.model_services import ModelServices, make_embedding_model
 from gateway.process.shutdown import close_bounded, close_quietly
 from projections.activity.reader import ActivityReader, RecallCounts
 from projections.core.registry import NAMES, projection_dir
@@ -60,10 +62,6 @@ from projections.episodes.reader import EpisodesReader
 from projections.graph.reader import GraphReader
 from projections.memories.reader import MemoriesReader
 from projections.models.cached_embedder import CachedEmbedder
-from projections.models.embedding import make_embedder
-from projections.models.embedding_process import ProcessEmbedder
-from projections.models.e5 import E5Encoder
-from projections.models.rerank import Reranker, make_reranker
 from projections.queries.recall.service import RecallService
 from projections.serving.followers import ProjectionFollower
 from projections.serving.prefetch import PrefetchPartners
@@ -75,7 +73,7 @@ from projections.tombstones.reader import TombstonesReader
 
 
 @dataclass(eq=False)
-class Services:
+class Services(ModelServices):
     """The services of one process, each built on first use (see the module doc); enter
     `open_services` rather than building one."""
 
@@ -123,60 +121,6 @@ class Services:
     @cached_property
     def epoch_guard(self) -> EpochGuard:
         return EpochGuard(self.store, self.settings.data_dir, reopen=self.reopen)
-
-    # ------------------------------------------------------------------ models
-
-    @cached_property
-    def embedder(self) -> CachedEmbedder:
-        if self._injected_embedder is not None:
-            return self._injected_embedder  # its owner closes it
-        embedder = make_embedding_model(self.settings)
-        self._closes_sync(embedder.close, "embedder")
-        return embedder
-
-    @cached_property
-    def query_embedder(self) -> ProcessEmbedder | None:
-        """The gateway's queries are embedded in a child process (the same local model), unless
-        settings say otherwise or an HTTP provider embeds."""
-        s = self.settings
-        if not (self.gateway and s.query_embedding_process and not s.bge_endpoint):
-            return None
-        child = ProcessEmbedder(s.embedding_threads)
-        self._closes(lambda: asyncio.to_thread(child.close), "query_embedder")
-        return child
-
-    @cached_property
-    def e5(self) -> E5Encoder:
-        """multilingual-e5-small (bundled), loaded on first use: the local reranker's and the learned
-        distillation judge's model, one copy per process."""
-        return E5Encoder()
-
-    @cached_property
-    def distill_judge(self) -> StatementJudge | None:
-        """The learned judge of distillation (`ZHIYI_DISTILL_EXTRACTOR=learned`, the default); None: rules."""
-        if self.settings.distill_extractor != "learned":
-            return None
-        return StatementJudge(self.e5, StatementModel.load())
-
-    @cached_property
-    def reranker(self) -> Reranker | None:
-        s = self.settings
-        if not (s.rerank_endpoint or s.local_rerank):
-            return None
-        reranker = make_reranker(s.rerank_endpoint, s.rerank_api_key, s.rerank_model, encoder=self.e5)
-        self._closes(reranker.close, "reranker")
-        return reranker
-
-    def warm_up_models(self) -> None:
-        """Load the models the gateway uses off the loop, in the background: the query model, and the
-        memories' model unless a child embeds the queries and no projector runs here."""
-        models: list[Any] = [self.query_embedder] if self.query_embedder is not None else []
-        if self._injected_embedder is None and (self.query_embedder is None or self.settings.run_projectors):
-            models.append(self.embedder)
-        for model in models:
-            warm = asyncio.create_task(warm_up(model), name="embedder:warm_up")
-            self.background.add(warm)
-            warm.add_done_callback(self.background.discard)
 
     # ------------------------------------------------------------------ read models
 
@@ -384,14 +328,6 @@ class Services:
         for follower in self._followers:
             await follower.reset()
         await self.recall.reload()
-
-
-def make_embedding_model(settings: Settings) -> CachedEmbedder:
-    """The embedding model the settings choose (an HTTP provider, else the local one), with the data
-    dir's embedding cache; the caller closes it. `Services.embedder` is this one, opened and closed."""
-    s = settings
-    return make_embedder(bge_endpoint=s.bge_endpoint, bge_api_key=s.bge_api_key, bge_model=s.bge_model,
-                         cache_path=str(s.embedding_cache_path), threads=s.embedding_threads)
 
 
 @asynccontextmanager

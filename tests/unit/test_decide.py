@@ -7,7 +7,7 @@ from commands.decide import decide_commit, decide_delete, decide_register
 from commands.errors import Conflict, Forbidden, InvalidCommand, NotFound
 from commands.model import CommitMemory, DeleteMemory, Limits, RegisterAgent
 from commands.parsing import parse_batch, parse_commit, parse_delete, parse_register
-from events.redis.store import AgentIndex, MemoryIndex
+from events.redis.indexes import AgentIndex, MemoryIndex
 
 ALICE = Actor("alice", "alice-main", "alice-ephemeral")
 LIMITS = Limits()
