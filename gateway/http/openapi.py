@@ -134,7 +134,13 @@ SCHEMAS: dict[str, Any] = {
         "memory_id": {"type": "string"}, "version": {"type": "integer"}, "position": POSITION}},
     "Health": {"type": "object", "properties": {
         "status": {"type": "string", "enum": ["ok", "degraded", "log_reset"]}, "redis": {"type": "boolean"},
-        "log": {"type": "object"}, "projections": {"type": "object"}, "projectors": {"type": "object"}}},
+        "log": {"type": "object"}, "projections": {"type": "object"}, "projectors": {"type": "object"},
+        "role": {"type": "string", "enum": ["primary"]}, "instance_id": {"type": "string"},
+        "primary": {"type": ["string", "null"], "description": "a replica's primary (none on a primary)"},
+        "link": {"type": ["string", "null"], "description": "a replica's link to its primary (none on a primary)"},
+        "lag_ms": {"type": ["integer", "null"], "description": "the slowest projection's lag in stream time"},
+        "lag_events": {"type": ["integer", "null"],
+                       "description": "events after the slowest projection's checkpoint (counted up to 10,000)"}}},
     "Stats": {"type": "object", "properties": {
         "memories": {"type": "object"}, "events": {"type": "object"}, "projectors": {"type": "object"},
         "queues": {"type": "object", "description": "the admin key only: distill_queue (episodes waiting for "

@@ -13,6 +13,10 @@ async def test_health_needs_no_key_and_reports_projectors(api):
     assert status == 200 and body["status"] == "ok" and body["redis"] is True
     assert body["log"]["last_position"]
     assert "memories" in body["projectors"] and body["projectors"]["memories"]["position"]
+    assert body["role"] == "primary" and body["instance_id"] == "e2e" and body["primary"] is None
+    await api.settle()
+    status, body = await api.call("GET", "/health", None)
+    assert body["lag_ms"] == 0 and body["lag_events"] == 0
 
 
 async def test_stats_counts_memories_and_events(api):
