@@ -27,11 +27,8 @@ class ModelServices:
     background: set[asyncio.Task]
     _injected_embedder: CachedEmbedder | None
 
-    def _closes(self, close: Callable[[], Awaitable[Any]], what: str) -> None:
-        raise NotImplementedError
-
-    def _closes_sync(self, close: Callable[[], Any], what: str) -> None:
-        raise NotImplementedError
+    _closes: Callable[[Callable[[], Awaitable[Any]], str], None]
+    _closes_sync: Callable[[Callable[[], Any], str], None]
 
     @cached_property
     def embedder(self) -> CachedEmbedder:

@@ -12,10 +12,10 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from events.redis.counters import Counters
 from gateway.http.appkeys import (
-    CLOCK, CONFLICTS, CONSOLIDATION_READER, EPISODES, METRICS, QUERIES, READER, RECALL_CACHE, SETTINGS, STORE,
-    TELEMETRY,
+    CLOCK, CONSOLIDATION_READER, METRICS, QUERIES, READER, RECALL_CACHE, SETTINGS, STORE, TELEMETRY,
 )
 from gateway.http.auth import require_admin
+from gateway.http.queues import queues
 
 
 async def scrape(request: web.Request) -> web.Response:
@@ -23,9 +23,10 @@ async def scrape(request: web.Request) -> web.Response:
     app, t = request.app, request.app[TELEMETRY]
     settings, store = app[SETTINGS], app[STORE]
     t.uptime.set(time.monotonic() - t.started)
-    t.distill_queue.set((await app[EPISODES].counts()).get("processing", 0))
-    _, open_conflicts = await app[CONFLICTS].page(None, "open", 1, 0)
-    t.conflicts.set(open_conflicts)
+    waiting = await queues(app)
+    t.distill_queue.set(waiting["distill_queue"])
+    t.conflicts.set(waiting["conflicts_open"])
+    t.dead_letters.set(waiting["reactions_dead_letters"])
     t.vectors.set(await asyncio.to_thread(app[READER].count))
     day = datetime.fromtimestamp(app[CLOCK].now_ms() / 1000, tz=timezone.utc).strftime("%Y-%m-%d")
     counters = Counters(store.redis)
@@ -51,7 +52,6 @@ async def scrape(request: web.Request) -> web.Response:
     cache = app[RECALL_CACHE]
     lookups = cache.hits + cache.misses
     t.cache_ratio.set(cache.hits / lookups if lookups else 0.0)
-    t.dead_letters.set(await counters.dead_letters())
     return web.Response(body=generate_latest(t.registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
 

@@ -7,11 +7,11 @@ from aiohttp import web
 from commands.error_codes import ErrorCode
 from events.errors import LogResetError
 from events import positions
-from events.redis.counters import Counters
 from events.redis.instances import Instances
-from gateway.http.appkeys import CONFLICTS, EPISODES, EPOCH_GUARD, QUERIES, SETTINGS, STORE
+from gateway.http.appkeys import EPOCH_GUARD, QUERIES, SETTINGS, STORE
 from gateway.http.errors import error_response
 from gateway.http.openapi import openapi_document
+from gateway.http.queues import queues
 from gateway.http.requests import acting_agent, after_param, json_response, wait_for_projections
 
 
@@ -63,17 +63,10 @@ async def stats(request: web.Request) -> web.Response:
         "projectors": view.projectors,
     }
     if actor is None:   # the queues span every namespace: the admin's view only
-        body["queues"] = await _queues(request)
+        body["queues"] = await queues(request.app)
     return json_response(body)
 
 
-async def _queues(request: web.Request) -> dict:
-    """What waits: episodes by distillation status (`processing`: the distillation queue), open
-    conflicts, and the reactions' dead letters."""
-    episodes = await request.app[EPISODES].counts()
-    _, open_conflicts = await request.app[CONFLICTS].page(None, "open", 1, 0)
-    return {"distill_queue": episodes.get("processing", 0), "episodes": episodes, "conflicts_open": open_conflicts,
-            "reactions_dead_letters": await Counters(request.app[STORE].redis).dead_letters()}
 
 
 async def openapi(request: web.Request) -> web.Response:
