@@ -139,12 +139,14 @@ def decide_correct(actor: Actor, cmd: CorrectMemory, current: MemoryIndex | None
     return Decision([event], _version_guards(cmd.memory_id, current, cmd.expected_version))
 
 
-def decide_feedback(actor: Actor, cmd: GiveFeedback, current: MemoryIndex | None) -> Event:
+def decide_feedback(actor: Actor, cmd: GiveFeedback, current: MemoryIndex | None, *,
+                    observed_at: str = "") -> Event:
     """Any agent that can read a memory may say whether it helped; the version does not change.
-    Each event is that agent's vote: the projection keeps its latest one (one vote per agent)."""
+    Each event is that agent's vote: the projection keeps its latest one (one vote per agent).
+    `observed_at`: when a LAN replica recorded the vote it buffered (events.catalogue.MemoryFeedback)."""
     if current is None or current.deleted or not actor.can_read(current.namespace):
         raise NotFound(f"memory {cmd.memory_id} not found", {"memory_id": cmd.memory_id})
-    payload = MemoryFeedback(cmd.memory_id, current.namespace, cmd.verdict, cmd.reason)
+    payload = MemoryFeedback(cmd.memory_id, current.namespace, cmd.verdict, cmd.reason, observed_at)
     return new_event(payload, ns=current.namespace, agent=actor.agent_id, by=actor.by)
 
 

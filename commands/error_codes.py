@@ -48,4 +48,5 @@ class ErrorCode(StrEnum):
     LOG_RESET = "log_reset"
     OUTCOME_UNKNOWN = "outcome_unknown"
     PROJECTION_LAG = "projection_lag"
+    PRIMARY_UNREACHABLE = "primary_unreachable"  # a LAN replica could not reach its primary to forward a write
     HTTP_ERROR = "http_error"  # any other HTTP error status aiohttp raises (e.g. 414, 431)

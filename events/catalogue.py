@@ -167,12 +167,15 @@ class MemoryDeleted:
 @dataclass(frozen=True, slots=True)
 class MemoryFeedback:
     """An agent found a memory useful / not useful (seed 2.7): the agent's vote (its latest one counts,
-    once), the version stays."""
+    once), the version stays. `observed_at`: the HLC stamp (`wall_ms:counter:node`) at which a LAN
+    replica recorded a vote it buffered while its primary was unreachable; the vote registers order
+    it by that stamp, not by when it reached the log ("" for a vote given to the primary: its own)."""
 
     memory_id: str
     namespace: str
     verdict: str            # useful | not_useful
     reason: str = ""
+    observed_at: str = ""
 
 
 @event_type("memory.deprecated")
@@ -382,3 +385,5 @@ from events.consolidation_events import (  # noqa: E402
     ConsolidationStepEnabled as ConsolidationStepEnabled, NoticeRaised as NoticeRaised, TriggerFailed as TriggerFailed,
     TriggerFired as TriggerFired, TriggerPaused as TriggerPaused, TriggerResumed as TriggerResumed,
 )
+# The LAN replica events (registered, and re-exported here).
+from events.replica_events import ReplicaRegistered as ReplicaRegistered  # noqa: E402

@@ -5,7 +5,7 @@ Point the client at the proxy instead of the server, then `cut()` to partition t
 
     proxy = TcpProxy("127.0.0.1", redis_port).start()
     replica = start_replica(primary_redis=f"redis://{proxy.url_host_port}")
-    proxy.cut()     # every open connection is reset; new ones are reset at once
+    proxy.cut()     # every open connection is reset; new ones are refused
     ...             # assert what the replica does while it cannot reach the primary
     proxy.heal()    # new connections are forwarded again (the open ones stay dead, as after a partition)
     proxy.stop()
@@ -193,8 +193,8 @@ class TcpProxy:
         return self._cut.is_set()
 
     def cut(self) -> None:
-        """Partition the network: reset every open connection (both sides) and reset new ones at once
-        until `heal()`. Returns as soon as the proxy's loop has done it (never waits on the peers)."""
+        """Partition the network: reset every open connection (both sides) and refuse new ones (the port
+        stops listening) until `heal()`. Returns once the proxy's loop has done it (never waits on the peers)."""
         self._cut.set()
         if self._loop is None or self._loop.is_closed():
             return
@@ -206,9 +206,17 @@ class TcpProxy:
         except (concurrent.futures.TimeoutError, RuntimeError):
             pass    # the flag is set: whatever is left is reset when the loop gets to it
 
+        if self._server is not None:     # new connections are refused (nothing listens) until heal()
+            try:
+                self._call(self._close_listener(), _LOOP_TIMEOUT_S)
+            except (concurrent.futures.TimeoutError, RuntimeError):
+                pass
+
     def heal(self) -> None:
-        """End the partition: new connections are forwarded again."""
+        """End the partition: the port listens again and new connections are forwarded."""
         self._cut.clear()
+        if self._loop is not None and self._server is None and self.port:
+            self._server = self._call(self._listen(self.port), _LOOP_TIMEOUT_S)
 
     def stop(self) -> None:
         """Close every connection and the listening socket (the port is free again), end the thread."""
@@ -234,9 +242,16 @@ class TcpProxy:
 
     # ------------------------------------------------------------------ on the proxy's loop
 
-    async def _listen(self) -> asyncio.Server:
+    async def _listen(self, port: int = 0) -> asyncio.Server:
         loop = asyncio.get_running_loop()
-        return await loop.create_server(lambda: _ClientPipe(self), self.listen_host, 0, reuse_address=True)
+        return await loop.create_server(lambda: _ClientPipe(self), self.listen_host, port, reuse_address=True)
+
+    async def _close_listener(self) -> None:
+        await self._settle_accepts()
+        server, self._server = self._server, None
+        if server is not None:
+            server.close()
+        self._reset_all()
 
     async def _shutdown(self) -> None:
         self._stopping = True

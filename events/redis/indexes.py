@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from events.redis import keys
 from events.catalogue import (
     AgentRegistered, EpisodeCommitted, MemoryCommitted, MemoryCorrected, MemoryDeleted, MemoryDeprecated, MemoryForgotten,
-    MemoryMarkedStale, MemoryMerged, MemoryQualityDropped, MemoryQualityRecovered, MemoryUnmerged,
+    MemoryMarkedStale, MemoryMerged, MemoryQualityDropped, MemoryQualityRecovered, MemoryUnmerged, ReplicaRegistered,
 )
 from events.envelope import Event
 
@@ -106,6 +106,8 @@ def index_ops(event: Event) -> list[HSet]:
         return [HSet(keys.memory(d.memory_id), {"notice": "1" if isinstance(d, MemoryQualityDropped) else "0"})]
     if isinstance(d, EpisodeCommitted):
         return [HSet(keys.episode(d.namespace, d.episode_id), {"fp": d.fingerprint, "agent": event.agent})]
+    if isinstance(d, ReplicaRegistered):
+        return [HSet(keys.replica(d.instance_id), {"key": d.key_hash})]
     if isinstance(d, AgentRegistered):
         return [
             HSet(keys.agent(d.agent_id), {"main": d.main_namespace, "ephemeral": d.ephemeral_namespace,

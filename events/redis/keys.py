@@ -78,8 +78,13 @@ def episode(namespace: str, episode_id: str) -> str:
     return f"{PREFIX}ep:{namespace}:{episode_id}"
 
 
-INDEX_PATTERNS = (PREFIX + "agent:*", PREFIX + "mem:*", PREFIX + "ep:*")
+INDEX_PATTERNS = (PREFIX + "agent:*", PREFIX + "mem:*", PREFIX + "ep:*", PREFIX + "replica:*")
 """Patterns of the per-entity write-side index keys (for rebuilding them)."""
+
+
+def replica(instance_id: str) -> str:
+    """Hash of one LAN replica's write-side index: key (the sha256 of its replica key)."""
+    return f"{PREFIX}replica:{instance_id}"
 
 
 def validator_partials(memory_id: str) -> str:

@@ -79,6 +79,7 @@ class EventStore:
     idempotency_ttl_s: int = IDEMPOTENCY_TTL_S
     epoch: str | None = None      # the log identity appends expect (see keys.EPOCH); None: learnt on first append
     wait_aof_ms: int = WAIT_AOF_MS
+    local: Redis | None = None    # a LAN replica's own Redis: its checkpoints and generations (the log's is read-only)
     _script: AsyncScript = field(init=False, repr=False)
     _publish_script: AsyncScript | None = field(default=None, init=False, repr=False)
     _call: ScriptCall = field(init=False, repr=False)
@@ -96,9 +97,12 @@ class EventStore:
         idempotency: Idempotency | None = None,
         guards: Sequence[Guard] = (),
         result: bytes = b"",
+        origin: str | None = None,
     ) -> AppendResult:
         """Append events atomically, in order. Raises GuardFailed / IdempotencyConflict; OutcomeUnknown
-        when the script was sent but its answer (or, durable, its fsync) was not confirmed."""
+        when the script was sent but its answer (or, durable, its fsync) was not confirmed. `origin`:
+        the instance the events come from (default: this store's; a LAN replica's operations carry
+        the replica's id)."""
         if not events:
             raise ValueError("append needs at least one event")
         if len(events) > 1 and any(g.next_version for g in guards):
@@ -106,8 +110,9 @@ class EventStore:
         epoch = self.epoch or await self.open_epoch()
         idem_key = keys.idempotency(idempotency.scope, idempotency.key) if idempotency else keys.PREFIX + "idem:-"
         script_keys: list[str] = [keys.STREAM, keys.HLC_STATE, idem_key]
+        origin = origin or self.origin
         args: list[bytes | str | int] = [
-            self.origin,
+            origin,
             idempotency.fingerprint if idempotency else "",
             self.idempotency_ttl_s,
             result,
@@ -120,7 +125,7 @@ class EventStore:
         for ev in events:
             ops = index_ops(ev)
             script_keys.extend(op.key for op in ops)
-            args.append(orjson.dumps([encode_append_fields(ev, self.origin),
+            args.append(orjson.dumps([encode_append_fields(ev, origin),
                                       [[x for kv in op.mapping.items() for x in kv] for op in ops]]))
         reply = await call_script(self.redis, self._call, [keys.EPOCH, *script_keys], [epoch or "", *args])
         status = as_str(reply[0])
@@ -221,7 +226,7 @@ class EventStore:
         are refused (LogResetError) until someone who may creates it (`zhiyi replay --in-place`).
         """
         current = await self.log_epoch()
-        if current is None:
+        if current is None and self.local is None:   # a replica's log is the primary's: never created here
             length = await self.length()
             if (create and length == 0) or (adopt and length > 0):
                 await self.redis.set(keys.EPOCH, new_epoch(), nx=True)
@@ -258,11 +263,26 @@ class EventStore:
 
     # ------------------------------------------------------------------ checkpoints
 
+    @property
+    def state(self) -> Redis:
+        """Where the checkpoints and generations live: the log's Redis, or a replica's own (`local`)."""
+        return self.local if self.local is not None else self.redis
+
     async def publish_checkpoint(self, projector: str, position: str,
                                  generations: Mapping[str, str] | None = None, *, epoch: str | None = None) -> None:
         """Publish a checkpoint and, atomically with it, the namespaces whose reads it changed
         ({namespace: position}, see keys.GENERATIONS). With `epoch` (the log the projection was
         folded from), only while the log's epoch is that one: else LogResetError, nothing written."""
+        if self.local is not None:   # a replica: the epoch is the replicated log's, the checkpoint its own
+            if epoch is not None and (found := await self.log_epoch()) != epoch:
+                raise LogResetError(reset_message(epoch, found))
+            pipe = self.local.pipeline(transaction=True)
+            pipe.hset(keys.CHECKPOINTS, projector, position)
+            if generations:
+                pipe.hset(keys.GENERATIONS,
+                          mapping={keys.generation(projector, ns): pos for ns, pos in generations.items()})
+            await pipe.execute()
+            return
         if epoch is not None:
             if self._publish_script is None:
                 self._publish_script = self.redis.register_script(_PUBLISH)
@@ -282,20 +302,20 @@ class EventStore:
 
     async def clear_checkpoints(self) -> None:
         """Forget every published checkpoint and generation (projections replaced by a rebuild)."""
-        await self.redis.delete(keys.CHECKPOINTS, keys.GENERATIONS)
+        await self.state.delete(keys.CHECKPOINTS, keys.GENERATIONS)
 
     async def generations(self, fields: Sequence[tuple[str, str]]) -> list[str]:
         """The generation of each (projector, namespace); "" for one never changed."""
         if not fields:
             return []
-        vals = await self.redis.hmget(keys.GENERATIONS, [keys.generation(p, ns) for p, ns in fields])
+        vals = await self.state.hmget(keys.GENERATIONS, [keys.generation(p, ns) for p, ns in fields])
         return [as_str(v) if v is not None else "" for v in vals]
 
     async def checkpoints(self) -> dict[str, str]:
-        return hash_to_str(await self.redis.hgetall(keys.CHECKPOINTS))
+        return hash_to_str(await self.state.hgetall(keys.CHECKPOINTS))
 
     async def checkpoint(self, projector: str) -> str | None:
-        val = await self.redis.hget(keys.CHECKPOINTS, projector)
+        val = await self.state.hget(keys.CHECKPOINTS, projector)
         return as_str(val) if val is not None else None
 
     # ------------------------------------------------------------------ write-side indexes
@@ -337,6 +357,11 @@ class EventStore:
         for ns, episode_id in episodes:
             pipe.hget(keys.episode(ns, episode_id), "fp")
         return {pair: as_str(fp) for pair, fp in zip(episodes, await pipe.execute()) if fp is not None}
+
+    async def replica_key_hash(self, instance_id: str) -> str | None:
+        """The sha256 of the replica key issued for `instance_id` (None: none issued)."""
+        val = await self.redis.hget(keys.replica(instance_id), "key")
+        return as_str(val) if val is not None else None
 
     async def namespace_owner(self, namespace: str) -> str | None:
         val = await self.redis.hget(keys.NAMESPACE_OWNERS, namespace)

@@ -103,8 +103,13 @@ def cmd_up(args: argparse.Namespace) -> int:
     embedded = None
     url = args.redis_url or args.env.redis_url
     durable = args.env.durable
+    lan = embedded_redis.lan_access(data_dir, args.redis_bind) if args.redis_bind else None
+    if (lan or args.redis_port) and url:
+        print("zhiyi up: --redis-bind and --redis-port configure the embedded Redis; with REDIS_URL set, "
+              "configure that server instead", file=sys.stderr)
+        return 2
     if not url:
-        embedded = embedded_redis.start(data_dir, durable=durable)
+        embedded = embedded_redis.start(data_dir, durable=durable, lan=lan, port=args.redis_port)
         url = embedded.url
     if durable:  # before anything starts: refuse durable mode on a server that cannot confirm fsyncs
         try:
@@ -117,8 +122,13 @@ def cmd_up(args: argparse.Namespace) -> int:
     # projectors in a child process (gateway/process/projector_process.py), unless ZHIYI_INPROCESS_PROJECTORS
     inprocess = args.env.inprocess_projectors
     settings = build_settings(args, url, api_key=key, run_projectors=inprocess, run_background=True, server=True)
-    print(f"zhiyi: serving on http://{settings.host}:{settings.port}  (data: {data_dir.resolve()}, redis: {url})",
-          flush=True)
+    print(f"zhiyi: serving on http://{settings.host}:{settings.port}  (data: {data_dir.resolve()}, "
+          f"redis: {embedded_redis.redact(url)})", flush=True)
+    if lan is not None and embedded is not None:
+        port = int(url.rsplit(":", 1)[1].split("/")[0])
+        print(f"zhiyi: LAN replicas replicate from {embedded_redis.redact(lan.replica_url(port))} "
+              f"(user {embedded_redis.REPLICA_USER}; its password is in "
+              f"{data_dir.resolve() / embedded_redis.REPLICA_PASSWORD_FILE})", flush=True)
     print(f"zhiyi: admin API key is in {where}", flush=True)
     projectors = None
     try:
@@ -262,9 +272,13 @@ def parser(env: Environment | None = None) -> argparse.ArgumentParser:
     http.add_argument("--port", type=int, default=DEFAULT_PORT)
     sub = p.add_subparsers(dest="command", required=True)
 
-    sub.add_parser("up", parents=[common, http],
-                   help="gateway, reactions and scheduler, projectors in a child process; starts Redis if needed") \
-        .set_defaults(func=cmd_up)
+    up = sub.add_parser("up", parents=[common, http],
+                        help="gateway, reactions and scheduler, projectors in a child process; starts Redis if needed")
+    up.add_argument("--redis-bind", default=None, metavar="ADDR",
+                    help="the embedded Redis also listens on ADDR (for LAN replicas), password-protected, with a "
+                         "replication-only user whose URL is printed")
+    up.add_argument("--redis-port", type=int, default=None, help="the embedded Redis's port (default: a free one)")
+    up.set_defaults(func=cmd_up)
     sub.add_parser("serve", parents=[common, http], help="the gateway alone").set_defaults(func=cmd_serve)
     pp = sub.add_parser("project", parents=[common], help="the projectors alone")
     pp.add_argument("--only", action="append", help="run only this projector (repeatable)")
@@ -300,6 +314,9 @@ def parser(env: Environment | None = None) -> argparse.ArgumentParser:
     sub.choices["triggers"].set_defaults(func=cmd_triggers)
     sub.choices["consolidate"].set_defaults(func=cmd_consolidate)
     sub.choices["events"].set_defaults(func=cmd_events)
+    from gateway.cli.replica import add_replica_parser
+
+    add_replica_parser(sub, parents=[common, http])
     return p
 
 

@@ -17,16 +17,17 @@ from gateway.http.appkeys import (
     ACTIVITY, AUDIT, BACKGROUND, CLOCK, COMMANDS, CONFLICT_COMMANDS, CONFLICTS, CONSOLIDATION, CONSOLIDATION_READER,
     DISTILL_BATCHER, EMBEDDER, EPISODE_COMMANDS, EPISODES, EPOCH_GUARD, EVAL, GRAPH, METRICS, PROJECTORS, QUERIES,
     REACTIONS,
-    READER, RECALL, RECALL_CACHE, RERANKER, RUNNER_TASKS, SCHEDULER, SETTINGS, STOPPING, STORE, SYNONYMS, TOMBSTONES,
+    READER, RECALL, RECALL_CACHE, REPLICA, REPLICA_OPS, RERANKER, RUNNER_TASKS, SCHEDULER, SETTINGS, STOPPING, STORE, SYNONYMS, TOMBSTONES,
     TELEMETRY, TRIGGERS, WAITER,
 )
 from gateway.http.auth import PRINCIPAL, auth_middleware
 from gateway.http.epoch_guard import epoch_middleware
 from gateway.http.errors import error_middleware
+from gateway.http.forwarding import forward_middleware
 from gateway.http.request_schema import unknown_query_middleware
 from gateway.http.handlers import (
     admin, agents, conflicts, consolidation, episodes, evaluation, feedback, graph, instances, memories, metrics,
-    prometheus, recall, synonyms, system, tombstones,
+    prometheus, recall, replicas, synonyms, system, tombstones,
 )
 from gateway.process.instance_beat import beat_until
 from gateway.process.wiring import Services, open_services
@@ -55,8 +56,10 @@ def create_app(settings: Settings, *, embedder=None, clock=None) -> web.Applicat
     `clock` (events.clock) is the scheduler's and the query-time scores' now; the system clock by default."""
     app = web.Application(
         client_max_size=settings.max_body_bytes,
-        middlewares=[access_log_middleware, error_middleware, epoch_middleware, auth_middleware,
-                     unknown_query_middleware],
+        # a replica forwards its writes before they are guarded or authenticated (the primary does both)
+        middlewares=[access_log_middleware, error_middleware,
+                     *([forward_middleware] if settings.is_replica else []),
+                     epoch_middleware, auth_middleware, unknown_query_middleware],
     )
     app[SETTINGS] = settings
     if embedder is not None:
@@ -65,7 +68,7 @@ def create_app(settings: Settings, *, embedder=None, clock=None) -> web.Applicat
     app[TELEMETRY] = Telemetry()
     app.cleanup_ctx.append(services)
     for module in (system, agents, memories, episodes, feedback, admin, tombstones, recall, synonyms, evaluation,
-                   graph, conflicts, consolidation, metrics, prometheus, instances):
+                   graph, conflicts, consolidation, metrics, prometheus, instances, replicas):
         app.add_routes(module.routes())
     return app
 
@@ -84,7 +87,7 @@ async def services(app: web.Application) -> AsyncIterator[None]:
             s.commands, s.recall, s.reranker, s.recall_cache, s.queries, s.eval
         app[SCHEDULER], app[REACTIONS], app[AUDIT], app[PROJECTORS] = s.scheduler, s.reactions, s.audit, s.projectors
         app[TRIGGERS], app[CONSOLIDATION], app[CONSOLIDATION_READER] = s.triggers, s.consolidation, s.consolidation_reader
-        app[METRICS] = s.metrics
+        app[METRICS], app[REPLICA_OPS], app[REPLICA] = s.metrics, s.replica_ops, s.replica
         app[BACKGROUND], app[STOPPING], app[RUNNER_TASKS] = s.background, s.stopping, s.runner_tasks
         _start_runners(s)
         yield
@@ -102,8 +105,11 @@ def _start_runners(s: Services) -> None:
         s.runner_tasks.append(asyncio.create_task(s.reactions.run(s.stopping), name="reactions"))
         log.info("reactions.started", policies=[p.name for p in s.reactions.policies])
     s.runner_tasks.append(asyncio.create_task(
-        beat_until(s.stopping, s.instances, settings.instance_id, "gateway", _gateway_record(s), lambda: "gateway"),
-        name="heartbeat"))
+        beat_until(s.stopping, s.instances, settings.instance_id, settings.role, _gateway_record(s),
+                   lambda: settings.role), name="heartbeat"))
+    if s.replica is not None:   # buffered votes and the heartbeat to the primary
+        s.runner_tasks.append(asyncio.create_task(s.replica.link.run(s.stopping), name="replica_link"))
+        log.info("replica.link_started", primary=s.replica.client.base_url)
     if settings.run_scheduler and settings.tick_interval_s > 0:
         s.runner_tasks.append(asyncio.create_task(s.triggers.run(s.stopping, settings.tick_interval_s),
                                                   name="triggers"))
@@ -116,5 +122,6 @@ def _gateway_record(s: Services):
     async def record() -> dict:
         _, projectors = await s.queries.stats.projectors()
         cps = [p["position"] for p in projectors.values()]
-        return {"position": None if None in cps or not cps else min(cps, key=positions.key)}
+        return {"position": None if None in cps or not cps else min(cps, key=positions.key),
+                "url": s.settings.public_url}
     return record

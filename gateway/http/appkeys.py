@@ -13,6 +13,7 @@ from commands.distill.batcher import DistillBatcher
 from commands.episodes import EpisodeCommands
 from commands.evaluation import EvalService
 from commands.handlers import CommandService
+from commands.replica_ops import ReplicaOps
 from commands.reactions.runner import ReactionsRunner
 from commands.scheduler import Scheduler
 from commands.consolidation.service import ConsolidationService
@@ -37,6 +38,7 @@ from projections.models.rerank import Reranker
 from projections.queries.recall.service import RecallService
 from projections.synonyms.reader import SynonymsReader
 from projections.tombstones.reader import TombstonesReader
+from replicas.runtime import ReplicaRuntime
 
 if TYPE_CHECKING:  # it imports this module (its middleware reads EPOCH_GUARD)
     from gateway.http.epoch_guard import EpochGuard
@@ -44,6 +46,8 @@ if TYPE_CHECKING:  # it imports this module (its middleware reads EPOCH_GUARD)
 SETTINGS = web.AppKey("settings", Settings)
 STORE = web.AppKey("store", EventStore)
 COMMANDS = web.AppKey("commands", CommandService)
+REPLICA_OPS = web.AppKey("replica_ops", ReplicaOps)   # replica keys and operations (a primary's)
+REPLICA: web.AppKey[ReplicaRuntime | None] = web.AppKey("replica")  # a LAN replica's link (None: a primary)
 RECALL = web.AppKey("recall", RecallService)
 QUERIES = web.AppKey("queries", Queries)            # the read use cases (gateway.process.queries)
 READER = web.AppKey("reader", MemoriesReader)

@@ -30,6 +30,7 @@ import uuid
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol, Sequence
 
 import orjson
 import structlog
@@ -38,13 +39,21 @@ from events.codec import decode, encode_append_fields
 from events.envelope import Event
 from events.errors import LogResetError
 from events.redis.client import RETRY_BACKOFF_MAX_S, TRANSIENT_ERRORS
-from events.redis.store import EventStore, Idempotency
+from events.redis.store import AppendResult, Idempotency
 
 log = structlog.get_logger(__name__)
 
 SCOPE = "zhiyi-audit"          # the idempotency scope of audit batches (a reserved agent id prefix)
 CLOSE_ATTEMPT_S = 2.0          # at shutdown: one bounded try, then what is left is spilled
 SPILL_DIR = "audit-spill"      # under the data dir
+
+
+class AuditLog(Protocol):
+    """Where batches go: the event store, or a LAN replica's primary (`replicas.audit_sink.OpsSink`)."""
+
+    async def append(self, events: Sequence[Event], *, idempotency: Idempotency | None = None) -> AppendResult: ...
+
+    async def release(self, idempotency: Idempotency) -> None: ...
 
 
 @dataclass(slots=True)
@@ -59,7 +68,7 @@ class _Batch:
 
 
 class AuditWriter:
-    def __init__(self, store: EventStore, *, spill_dir: Path | None = None, instance: str = "zhiyi",
+    def __init__(self, store: AuditLog, *, spill_dir: Path | None = None, instance: str = "zhiyi",
                  interval_s: float = 0.1, max_batch: int = 200, max_buffered: int = 10_000,
                  backoff_max_s: float = RETRY_BACKOFF_MAX_S) -> None:
         self.store = store

@@ -1,5 +1,5 @@
 """X-API-Key authentication (or `Authorization: Bearer <key>`): the admin key (constant-time compare)
-or an agent key (sha256 index)."""
+or an agent key (sha256 index); under `/api/v1/replicas/{instance_id}/` only that LAN replica's key."""
 
 from __future__ import annotations
 
@@ -9,16 +9,18 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from commands.error_codes import ErrorCode
-from gateway.http.appkeys import COMMANDS, SETTINGS
+from gateway.http.appkeys import COMMANDS, REPLICA_OPS, SETTINGS
 from gateway.http.errors import ApiError
 
 PUBLIC_PATHS = frozenset({"/health", "/api/v1/openapi.json"})
+REPLICA_PREFIX = "/api/v1/replicas/"
 
 
 @dataclass(frozen=True, slots=True)
 class Principal:
     is_admin: bool
     agent_id: str | None  # the agent whose key was used (None for the admin key)
+    replica_id: str | None = None  # a LAN replica's key (only its own /api/v1/replicas/{id}/ routes)
 
 
 PRINCIPAL = web.RequestKey("principal", Principal)
@@ -28,20 +30,31 @@ PRINCIPAL = web.RequestKey("principal", Principal)
 async def auth_middleware(request: web.Request, handler) -> web.StreamResponse:
     if request.path in PUBLIC_PATHS or request.method == "OPTIONS":
         return await handler(request)
+    request[PRINCIPAL] = await authenticate(request)
+    return await handler(request)
+
+
+async def authenticate(request: web.Request) -> Principal:
+    """Who the request's key is: 401 without a key or with one nobody holds."""
     key = request.headers.get("X-API-Key") or _bearer(request.headers.get("Authorization", ""))
     if not key:
         raise ApiError(401, ErrorCode.UNAUTHORIZED, "missing X-API-Key header (or Authorization: Bearer)")
     if not key.isascii():  # non-UTF-8 bytes arrive as surrogates: no key has them
         raise ApiError(401, ErrorCode.UNAUTHORIZED, "invalid API key")
+    if request.path.startswith(REPLICA_PREFIX):
+        instance_id = request.match_info.get("instance_id", "")
+        if not instance_id or not await request.app[REPLICA_OPS].key_matches(instance_id, key):
+            raise ApiError(401, ErrorCode.UNAUTHORIZED,
+                           "invalid replica key: this route takes the key issued for this replica "
+                           "(POST /api/v1/admin/replicas)")
+        return Principal(False, None, instance_id)
     admin_key = request.app[SETTINGS].api_key
     if admin_key and hmac.compare_digest(key.encode(), admin_key.encode()):
-        request[PRINCIPAL] = Principal(True, None)
-        return await handler(request)
+        return Principal(True, None)
     agent_id = await request.app[COMMANDS].agent_for_api_key(key)
     if agent_id is None:
         raise ApiError(401, ErrorCode.UNAUTHORIZED, "invalid API key")
-    request[PRINCIPAL] = Principal(False, agent_id)
-    return await handler(request)
+    return Principal(False, agent_id)
 
 
 def _bearer(header: str) -> str:

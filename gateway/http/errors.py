@@ -26,13 +26,14 @@ class ApiError(Exception):
     """An HTTP-level failure raised by the gateway itself (auth, JSON, lag)."""
 
     def __init__(self, status: int, code: ErrorCode, message: str, details: dict[str, Any] | None = None, *,
-                 close: bool = False) -> None:
+                 close: bool = False, headers: dict[str, str] | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
         self.details = details or {}
         self.close = close  # the connection cannot carry another request (e.g. a body that failed to decode)
+        self.headers = headers or {}  # e.g. Retry-After
 
 
 def error_body(code: ErrorCode, message: str, details: dict[str, Any] | None = None) -> dict:
@@ -67,6 +68,7 @@ async def error_middleware(request: web.Request, handler) -> web.StreamResponse:
         return await handler(request)
     except ApiError as exc:
         resp = error_response(exc.status, exc.code, exc.message, exc.details)
+        resp.headers.update(exc.headers)
         if exc.close:
             resp.force_close()
         return resp

@@ -12,7 +12,8 @@ from projections.metrics.self_metrics import DEFINITIONS
 SCHEMAS: dict[str, Any] = {
     "InstancesResponse": {"type": "object", "properties": {
         "instances": {"type": "array", "items": {"type": "object", "properties": {
-            "instance_id": {"type": "string"}, "role": {"type": "string", "enum": ["gateway", "projector"]},
+            "instance_id": {"type": "string"}, "role": {"type": "string", "enum": ["gateway", "projector", "replica"]},
+            "url": {"type": ["string", "null"], "description": "its advertised HTTP base URL (gateways, replicas)"},
             "status": {"type": "string", "enum": ["up", "down"]},
             "last_seen": {"type": "string", "format": "date-time"}, "version": {"type": ["string", "null"]},
             "position": {"type": ["string", "null"], "description": "the lowest checkpoint its reads depend on"},

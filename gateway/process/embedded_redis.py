@@ -6,13 +6,16 @@ The process side only: the Redis commands (PING, SHUTDOWN, the durability probe)
 from __future__ import annotations
 
 import asyncio
+import os
 import re
+import secrets
 import shutil
 import socket
 import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 import structlog
 
@@ -83,6 +86,7 @@ class EmbeddedRedis:
     url: str
     process: subprocess.Popen | None  # None when an already running server of this data dir was reused
     data_dir: Path
+    url_file: str = URL_FILE
 
     def stop(self) -> None:
         if self.process is None:
@@ -93,8 +97,8 @@ class EmbeddedRedis:
             self.process.wait(timeout=15)
         except subprocess.TimeoutExpired:
             self.process.kill()
-        (self.data_dir / URL_FILE).unlink(missing_ok=True)
-        log.info("redis.stopped", url=self.url)
+        (self.data_dir / self.url_file).unlink(missing_ok=True)
+        log.info("redis.stopped", url=redact(self.url))
 
 
 def check_durable(url: str) -> None:
@@ -102,34 +106,129 @@ def check_durable(url: str) -> None:
     asyncio.run(server_info.check_durable(url))
 
 
-def start(data_dir: Path, *, timeout_s: float = 10.0, durable: bool = False) -> EmbeddedRedis:
+REPLICATION_BACKLOG = "256mb"
+"""The replication backlog of every server zhiyi starts: a LAN replica cut off for 10 minutes at 500
+commits/s (about 300,000 events of ~0.5-0.8 KB) resyncs partially (PSYNC), not from a full copy."""
+REPLICA_USER = "zhiyi-replica"
+"""The ACL user a LAN replica's Redis replicates with (`zhiyi up --redis-bind`): PSYNC, REPLCONF and
+PING only — it can neither read keys with commands nor write."""
+PASSWORD_FILE = "redis_password"                 # the default user's, with --redis-bind
+REPLICA_PASSWORD_FILE = "redis_replica_password"  # the replication user's
+
+
+@dataclass(frozen=True, slots=True)
+class LanAccess:
+    """`zhiyi up --redis-bind ADDR`: the primary's Redis listens on ADDR too, password-protected, with
+    a replication-only ACL user for LAN replicas."""
+
+    bind: str
+    password: str
+    replica_password: str
+
+    def replica_url(self, port: int) -> str:
+        return f"redis://{REPLICA_USER}:{self.replica_password}@{self.bind}:{port}"
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaOf:
+    """A replica's Redis: `replicaof` the primary's (`zhiyi replica --primary-redis URL`)."""
+
+    host: str
+    port: int
+    user: str | None = None
+    password: str | None = None
+
+    @classmethod
+    def from_url(cls, url: str) -> "ReplicaOf":
+        parsed = urlparse(url)
+        if parsed.scheme not in ("redis", "") or not parsed.hostname:
+            raise ValueError(f"--primary-redis must be redis://[user:password@]host:port, not {redact(url)!r}")
+        return cls(parsed.hostname, parsed.port or 6379, unquote(parsed.username) if parsed.username else None,
+                   unquote(parsed.password) if parsed.password else None)
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+def redact(url: str) -> str:
+    """`url` without its credentials (for logs and /health)."""
+    parsed = urlparse(url)
+    if not parsed.password and not parsed.username:
+        return url
+    netloc = parsed.hostname or ""
+    if parsed.port:
+        netloc += f":{parsed.port}"
+    return parsed._replace(netloc=netloc).geturl()
+
+
+def lan_access(data_dir: Path, bind: str) -> LanAccess:
+    """The passwords of `--redis-bind` (made on first use, kept in the data dir, mode 600)."""
+    return LanAccess(bind, _secret(data_dir / PASSWORD_FILE), _secret(data_dir / REPLICA_PASSWORD_FILE))
+
+
+def _secret(path: Path) -> str:
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(secrets.token_hex(24) + "\n")
+    return path.read_text().strip()
+
+
+def start(data_dir: Path, *, timeout_s: float = 10.0, durable: bool = False, name: str = "redis",
+          replica_of: ReplicaOf | None = None, lan: LanAccess | None = None, port: int | None = None) -> EmbeddedRedis:
     """Start (or reuse) the private server of this data dir: AOF on, appendfsync everysec, loopback only.
     `durable`: a server with WAITAOF (see server_binary), with appendfsync always — every append waits
     for its fsync anyway, and `always` fsyncs once per event-loop turn for every client (a group
-    commit: ~1 ms here) where `everysec` makes each WAITAOF wait for the next timed fsync (~100 ms)."""
-    existing = recorded_url(data_dir)
+    commit: ~1 ms here) where `everysec` makes each WAITAOF wait for the next timed fsync (~100 ms).
+    `name`: its folder under the data dir (a replica runs two: `redis`, the replicated log, and
+    `state-redis`, its own state). `replica_of`: the replicated log of a LAN replica. `lan`: listen on
+    a LAN address too, with passwords (`zhiyi up --redis-bind`). `port`: default a free one."""
+    url_file = data_dir / url_file_name(name)
+    existing = url_file.read_text().strip() if url_file.exists() else None
     if existing and reachable(existing):
-        log.info("redis.reused", url=existing)
-        return EmbeddedRedis(existing, None, data_dir)
-    redis_dir = data_dir / "redis"
+        log.info("redis.reused", url=redact(existing))
+        return EmbeddedRedis(existing, None, data_dir, url_file.name)
+    redis_dir = data_dir / name
     redis_dir.mkdir(parents=True, exist_ok=True)
-    port = _free_port()
+    port = port or _free_port()
     binary = server_binary(durable=durable)
-    proc = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(redis_dir.resolve()),
-         "--appendonly", "yes", "--appendfsync", "always" if durable else "everysec", "--save", "", "--daemonize", "no",
-         "--logfile", str((redis_dir / "server.log").resolve()), "--protected-mode", "yes"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    url = f"redis://127.0.0.1:{port}/0"
+    args = [binary, "--port", str(port), "--bind", "127.0.0.1", *([lan.bind] if lan and lan.bind != "127.0.0.1" else []),
+            "--dir", str(redis_dir.resolve()), "--appendonly", "yes",
+            "--appendfsync", "always" if durable else "everysec", "--save", "", "--daemonize", "no",
+            "--logfile", str((redis_dir / "server.log").resolve()), "--protected-mode", "yes",
+            "--repl-backlog-size", REPLICATION_BACKLOG]
+    if lan is not None:
+        args += ["--requirepass", lan.password,
+                 "--user", REPLICA_USER, "on", f">{lan.replica_password}", "+psync", "+replconf", "+ping"]
+    if replica_of is not None:
+        args += ["--replicaof", replica_of.host, str(replica_of.port), "--replica-read-only", "yes",
+                 "--replica-serve-stale-data", "yes"]
+        if replica_of.user:
+            args += ["--masteruser", replica_of.user]
+        if replica_of.password:
+            args += ["--masterauth", replica_of.password]
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    url = f"redis://{':' + lan.password + '@' if lan else ''}127.0.0.1:{port}/0"
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"{binary} exited with {proc.returncode}; see {redis_dir / 'server.log'}")
-        if reachable(url, 0.2):
-            # wait until the AOF is loaded (PING answers LOADING errors as failures above)
-            (data_dir / URL_FILE).write_text(url + "\n")
-            log.info("redis.started", url=url, binary=binary, dir=str(redis_dir))
-            return EmbeddedRedis(url, proc, data_dir)
+        if reachable(url, 0.2) or (replica_of is not None and server_info.answers(url, 0.2)):
+            # wait until the AOF is loaded (PING answers LOADING errors as failures above); a replica
+            # answers as soon as it runs (its first sync is lag, not a start failure)
+            url_file.write_text(url + "\n")
+            if lan is not None:
+                os.chmod(url_file, 0o600)
+            log.info("redis.started", url=redact(url), binary=binary, dir=str(redis_dir),
+                     replica_of=replica_of.address if replica_of else None, lan=lan.bind if lan else None)
+            return EmbeddedRedis(url, proc, data_dir, url_file.name)
         time.sleep(0.05)
     proc.kill()
     raise RuntimeError(f"{binary} did not answer within {timeout_s} s")
+
+
+def url_file_name(name: str) -> str:
+    """Where the URL of the data dir's server `name` is kept (`redis_url` for the log's)."""
+    return URL_FILE if name == "redis" else f"{name.replace('-', '_')}_url"

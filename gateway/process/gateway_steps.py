@@ -25,13 +25,14 @@ RUNNERS_GRACE_S = 10.0
 
 async def open_gateway(s: Services, stack: AsyncExitStack) -> None:
     if s.settings.claim_instance:  # a second live gateway with this instance id: refuse to start
-        await claim(s.instances, s.settings.instance_id, "gateway", "gateway", await s.store.log_epoch() or "")
+        await claim(s.instances, s.settings.instance_id, s.settings.role, s.settings.role,
+                    await s.store.log_epoch() or "")
     if s.settings.durable:  # refuse to start rather than acknowledge writes whose fsync cannot be confirmed
         await require_durable(s.store.redis)
     await s.epoch_guard.open()  # the projections' epoch, expected by every append from now on
     # everything the app serves, opened before the shutdown-ordered steps below (so closed after them)
     _ = (s.commands, s.episode_commands, s.tombstones, s.episodes, s.recall, s.recall_cache, s.queries, s.eval,
-         s.scheduler, s.reactions, s.distill_batcher, s.consolidation, s.triggers,
+         s.scheduler, s.reactions, s.distill_batcher, s.consolidation, s.triggers, s.replica,
          s.projector_runners if s.settings.run_projectors else None)
     s.warm_up_models()
     await s.recall.load()  # starts loading the serving index; LanceDB serves meanwhile

@@ -34,6 +34,8 @@ from pathlib import Path
 
 import structlog
 
+from gateway.process.settings import child_environment
+
 log = structlog.get_logger(__name__)
 
 BACKOFF_START_S = 1.0
@@ -49,8 +51,9 @@ class ProjectorProcess:
     def __init__(self, data_dir: Path, redis_url: str, *, cwd: Path | None = None) -> None:
         self._ready = Path(data_dir) / READY_FILE
         self.redis_url = redis_url
+        # the URL goes through the environment: with `--redis-bind` it holds a password (no `ps` shows it)
         self.argv = [sys.executable, "-m", "gateway.cli.main", "project", "--data-dir", str(data_dir),
-                     "--redis-url", redis_url, "--ready-file", str(self._ready), "--parent-pid", str(os.getpid())]
+                     "--ready-file", str(self._ready), "--parent-pid", str(os.getpid())]
         self.cwd = cwd
         self.restarts = 0
         self._proc: subprocess.Popen | None = None
@@ -83,7 +86,8 @@ class ProjectorProcess:
                 return
             self._ready.unlink(missing_ok=True)
             # its own session: a terminal's Ctrl-C reaches the gateway, which stops the child in order
-            self._proc = subprocess.Popen(self.argv, cwd=self.cwd, start_new_session=True)
+            self._proc = subprocess.Popen(self.argv, cwd=self.cwd, start_new_session=True,
+                                          env=child_environment(REDIS_URL=self.redis_url))
             log.info("projector_process.started", pid=self._proc.pid)
 
     def _watch(self) -> None:

@@ -64,6 +64,29 @@ class Settings:
     max_body_bytes: int = 64 * 1024 * 1024
     log_json: bool = False
     limits: Limits = field(default_factory=Limits)
+    advertise_url: str | None = None     # ZHIYI_ADVERTISE_URL: this process's HTTP URL in /api/v1/instances
+    # a LAN replica (`zhiyi replica`): its primary, and its own Redis for what is not the log's
+    primary_url: str | None = None       # the primary's HTTP base URL (writes are forwarded to it)
+    primary_redis: str | None = None     # the primary's Redis, without credentials (shown by /health)
+    replica_key: str | None = None       # ZHIYI_REPLICA_KEY: issued by the primary's admin
+    state_redis_url: str | None = None   # checkpoints, generations, recall cache (the log's Redis is read-only)
+
+    @property
+    def is_replica(self) -> bool:
+        return self.primary_url is not None
+
+    @property
+    def role(self) -> str:
+        return "replica" if self.is_replica else "gateway"
+
+    @property
+    def public_url(self) -> str:
+        """The URL other machines reach this process at (`advertise_url`, else host:port; a wildcard
+        host is replaced by this machine's name)."""
+        if self.advertise_url:
+            return self.advertise_url.rstrip("/")
+        host = socket.gethostname() if self.host in ("0.0.0.0", "::", "") else self.host
+        return f"http://{host}:{self.port}"
 
     def __post_init__(self) -> None:
         if self.distill_extractor not in DISTILL_EXTRACTORS:
@@ -78,6 +101,12 @@ class Settings:
     def embedding_cache_path(self) -> Path:
         # outside any projection dir, so rebuilds stay warm
         return self.data_dir / "cache" / "embeddings.sqlite"
+
+
+def child_environment(**extra: str) -> dict[str, str]:
+    """This process's environment with `extra` set: for a child process (e.g. a secret that must not
+    appear on its command line)."""
+    return {**os.environ, **extra}
 
 
 def absolute_path(path: str | Path) -> Path:
@@ -132,6 +161,8 @@ class Environment:
     recall_cache_ttl_s: int = 3600           # ZHIYI_RECALL_CACHE_TTL
     forget_capacity: int = 10_000            # ZHIYI_FORGET_CAPACITY
     tick_interval_s: float = 30.0            # ZHIYI_TICK_INTERVAL_S
+    advertise_url: str | None = None         # ZHIYI_ADVERTISE_URL
+    replica_key: str | None = None           # ZHIYI_REPLICA_KEY (`zhiyi replica`)
 
     @classmethod
     def read(cls, environ: Mapping[str, str] | None = None) -> "Environment":
@@ -167,6 +198,8 @@ class Environment:
             recall_cache_ttl_s=int(env.get("ZHIYI_RECALL_CACHE_TTL", "3600")),
             forget_capacity=int(env.get("ZHIYI_FORGET_CAPACITY", "10000")),
             tick_interval_s=float(env.get("ZHIYI_TICK_INTERVAL_S", "30")),
+            advertise_url=env.get("ZHIYI_ADVERTISE_URL") or None,
+            replica_key=env.get("ZHIYI_REPLICA_KEY") or None,
         )
 
     def default_instance_id(self, data_dir: Path | None = None, *, create: bool = False) -> str:

@@ -32,6 +32,7 @@ from commands.conflicts.detector import ConflictDetector
 from commands.conflicts.judge import PairModel
 from commands.conflicts.service import ConflictCommands
 from commands.handlers import CommandService
+from commands.replica_ops import ReplicaOps
 from commands.distill.batcher import DistillBatcher
 from commands.llm import ChatClient
 from commands.reactions.runner import ReactionsRunner
@@ -48,6 +49,7 @@ from gateway.http.audit import SPILL_DIR as AUDIT_SPILL_DIR
 from gateway.http.audit import AuditWriter
 from gateway.http.epoch_guard import EpochGuard
 from gateway.process.policies import reaction_policies
+from gateway.process.replica_side import build_replica
 from gateway.process.triggers import build_triggers
 from gateway.process.queries import Queries, build_queries
 from gateway.process.settings import Settings
@@ -70,6 +72,7 @@ from projections.conflicts.reader import ConflictsReader
 from projections.consolidation.reader import ConsolidationReader, DecayRates
 from projections.metrics.reader import MetricsReader
 from projections.tombstones.reader import TombstonesReader
+from replicas.runtime import ReplicaRuntime
 
 
 @dataclass(eq=False)
@@ -102,12 +105,22 @@ class Services(ModelServices):
     def store(self) -> EventStore:
         redis = connect(self.settings.redis_url)
         self._closes(redis.aclose, "redis")
-        return EventStore(redis, origin=self.origin, durable=self.settings.durable)
+        local = None
+        if self.settings.state_redis_url:   # a LAN replica: its checkpoints and caches in its own Redis
+            local = connect(self.settings.state_redis_url)
+            self._closes(local.aclose, "state_redis")
+        return EventStore(redis, origin=self.origin, durable=self.settings.durable, local=local)
 
     @cached_property
     def instances(self) -> Instances:
-        """This process's heartbeats and the list of every instance (events.redis.instances)."""
-        return Instances(self.store.redis)
+        """This process's heartbeats (a replica's in its own Redis: the primary lists it from the
+        heartbeats its link sends) and the list of every instance (events.redis.instances)."""
+        return Instances(self.store.state)
+
+    @cached_property
+    def replica(self) -> ReplicaRuntime | None:
+        """A LAN replica's client to its primary, outbox and link (None on a primary)."""
+        return build_replica(self) if self.settings.is_replica else None
 
     @cached_property
     def counters(self) -> Counters:
@@ -211,7 +224,7 @@ class Services(ModelServices):
 
     @cached_property
     def recall_cache(self) -> RecallCache:
-        return RecallCache(self.store.redis, self.settings.recall_cache_ttl_s)
+        return RecallCache(self.store.state, self.settings.recall_cache_ttl_s)
 
     @cached_property
     def commands(self) -> CommandService:
@@ -219,6 +232,11 @@ class Services(ModelServices):
         detector = ConflictDetector(self.recall, self.pair_model) if self.settings.conflict_check and self.gateway \
             else None
         return CommandService(self.store, self.settings.limits, conflicts=detector)
+
+    @cached_property
+    def replica_ops(self) -> ReplicaOps:
+        """Replica keys, and the operations LAN replicas send (commands.replica_ops)."""
+        return ReplicaOps(self.store, self.commands)
 
     @cached_property
     def episode_commands(self) -> EpisodeCommands:
@@ -312,7 +330,8 @@ class Services(ModelServices):
     @cached_property
     def audit(self) -> AuditWriter:
         """The buffered `recall.served` writer (the gateway starts it)."""
-        audit = AuditWriter(self.store, spill_dir=self.settings.data_dir / AUDIT_SPILL_DIR,
+        sink = self.replica.sink if self.replica is not None else self.store   # a replica's go to its primary
+        audit = AuditWriter(sink, spill_dir=self.settings.data_dir / AUDIT_SPILL_DIR,
                             instance=self.settings.instance_id)
         self._closes(audit.close, "audit")
         return audit

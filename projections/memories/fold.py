@@ -60,6 +60,14 @@ def stamp_of(event: Event) -> Stamp:
     return (h.wall_ms, h.counter, h.node, event.origin)
 
 
+def observed_stamp(event: Event, observed_at: str) -> Stamp:
+    """The stamp of a vote: the HLC at which a replica observed it (`observed_at`), else the event's."""
+    if not observed_at:
+        return stamp_of(event)
+    h = HLC.parse(observed_at)
+    return (h.wall_ms, h.counter, h.node, event.origin)
+
+
 def op_of(event: Event, state: MemoryState | None, memory_id: str = "") -> Op | None:
     """The operation `event` applies to memory `memory_id` (default: the event's own memory; a merge
     or a conflict touches two). None: nothing to apply."""
@@ -92,8 +100,11 @@ def op_of(event: Event, state: MemoryState | None, memory_id: str = "") -> Op | 
                              reason=f"deprecated: {d.reason}" if d.reason else "deprecated", kind="deprecate")
         return FieldsSet(stamp, event.position, fields={"status": "deprecated"}, entry=entry)
     if isinstance(d, MemoryFeedback):
-        # the acting agent's vote register: its latest verdict replaces its earlier ones
-        return Voted(stamp, event.position, voter=event.agent, verdict=d.verdict) if d.verdict in VERDICTS else None
+        # the acting agent's vote register: its latest verdict replaces its earlier ones; a vote a LAN
+        # replica buffered is ordered by when the replica observed it, not by when it reached the log
+        if d.verdict not in VERDICTS:
+            return None
+        return Voted(observed_stamp(event, d.observed_at), event.position, voter=event.agent, verdict=d.verdict)
     if isinstance(d, MemoryValidated):  # confirmed again: verified, whatever its freshness was
         return Counted(stamp, event.position, counter="validated", amount=max(0, round(d.delta * 100)),
                        fields={"freshness": "verified"})

@@ -15,9 +15,16 @@ async def _openapi(api) -> dict:
     return doc
 
 
+async def _replica_key(api) -> str:
+    """The key of replica `rep-1` (the `{instance_id}` of `_concrete`): its routes take nothing else."""
+    status, body = await api.call("POST", "/api/v1/admin/replicas", json={"instance_id": "rep-1"})
+    assert status == 201
+    return body["replica_key"]
+
+
 def _concrete(path: str) -> str:
     return path.replace("{memory_id}", "m-1").replace("{episode_id}", "ep-1").replace("{name}", "decay") \
-        .replace("{step}", "clusters")
+        .replace("{step}", "clusters").replace("{instance_id}", "rep-1")
 
 
 async def _raw(api, request: bytes) -> tuple[int, dict]:
@@ -39,8 +46,10 @@ async def test_a_body_that_is_not_gzip_is_a_400_on_every_post_route(api):
     doc = await _openapi(api)
     posts = [path for path, ops in doc["paths"].items() if "post" in ops]
     assert len(posts) >= 15
+    replica = await _replica_key(api)
     for path in posts:
-        status, body = await api.call("POST", _concrete(path), data=b'{"not": "gzip"}',
+        key = replica if path.startswith("/api/v1/replicas/") else ADMIN_KEY   # a replica's route: its key only
+        status, body = await api.call("POST", _concrete(path), key, data=b'{"not": "gzip"}',
                                       headers={"Content-Encoding": "gzip", "Content-Type": "application/json"})
         assert status == 400, (path, status, body)
         assert_error(body, "bad_request")
@@ -75,13 +84,15 @@ async def test_expected_version_minus_minus_one_is_a_400(api):
 
 async def test_unknown_body_fields_are_refused_on_every_route_with_a_body(api):
     key = await api.register("alice")
+    replica = await _replica_key(api)
     doc = await _openapi(api)
     checked = 0
     for path, ops in doc["paths"].items():
         for method, op in ops.items():
             if "requestBody" not in op:
                 continue
-            status, body = await api.call(method.upper(), _concrete(path), ADMIN_KEY, json={"namspace": "alice-main"})
+            as_who = replica if path.startswith("/api/v1/replicas/") else ADMIN_KEY
+            status, body = await api.call(method.upper(), _concrete(path), as_who, json={"namspace": "alice-main"})
             assert status == 400, (method, path, body)
             assert_error(body, "unknown_field")
             assert body["error"]["details"] == {"field": "namspace", "in": "body"}, body
@@ -91,15 +102,17 @@ async def test_unknown_body_fields_are_refused_on_every_route_with_a_body(api):
     status, body = await api.call("POST", "/api/v1/batch-commit", key,
                                   json={"entries": [{"content": "a"}, {"content": "b", "namspace": "shared"}]})
     assert status == 400 and body["error"]["details"]["field"] == "entries[1].namspace"
-    assert await api.log_length() == 1   # only the registration: nothing was written
+    assert await api.log_length() == 2   # only the registration and the replica key: nothing was written
 
 
 async def test_unknown_query_parameters_are_refused_on_every_route(api):
     key = await api.register("alice")
+    replica = await _replica_key(api)
     doc = await _openapi(api)
     for path, ops in doc["paths"].items():
         for method in ops:
-            status, body = await api.call(method.upper(), _concrete(path), key, params={"limt": "3"})
+            as_who = replica if path.startswith("/api/v1/replicas/") else key
+            status, body = await api.call(method.upper(), _concrete(path), as_who, params={"limt": "3"})
             assert status == 400, (method, path, body)
             assert_error(body, "unknown_field")
             assert body["error"]["details"] == {"field": "limt", "in": "query"}

@@ -1,5 +1,5 @@
-"""GET /api/v1/instances (admin): every zhiyi process that heartbeats (gateways, projector processes),
-up or down, with how far its reads are behind the log (`events.redis.instances`)."""
+"""GET /api/v1/instances (admin): every zhiyi process that heartbeats (gateways, projector processes,
+LAN replicas through their primary), up or down, with how far its reads are behind the log (`events.redis.instances`)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ async def listing(request: web.Request) -> web.Response:
         lag_events = await instances.lag_events(position, LAG_CAP) if last and position else None
         out.append({"instance_id": r["instance_id"], "role": r["role"], "status": r["status"],
                     "last_seen": iso_from_ms(int(r["last_seen_ms"])), "version": r.get("version"),
-                    "position": position, "lag_events": lag_events, "lag_ms": lag_ms})
+                    "position": position, "lag_events": lag_events, "lag_ms": lag_ms, "url": r.get("url")})
     return json_response({"instances": out, "log": {"last_position": last}})
 
 

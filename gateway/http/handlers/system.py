@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from aiohttp import web
 
 from commands.error_codes import ErrorCode
 from events.errors import LogResetError
-from events import positions
-from events.redis.instances import Instances
-from gateway.http.appkeys import EPOCH_GUARD, QUERIES, SETTINGS, STORE
+from gateway.process.lag import lag
+from gateway.process.replica_side import replication_link_of
+from replicas.runtime import ReplicaRuntime
+from gateway.http.appkeys import EMBEDDER, EPOCH_GUARD, QUERIES, REPLICA, SETTINGS, STORE
 from gateway.http.errors import error_response
 from gateway.http.openapi import openapi_document
 from gateway.http.queues import queues
@@ -19,16 +22,21 @@ async def health(request: web.Request) -> web.Response:
     store = request.app[STORE]
     redis_ok = await store.ping()
     settings = request.app[SETTINGS]
-    # `primary`/`link` describe a replica's link to its primary: none on a primary (LAN replicas: to come)
-    body: dict = {"status": "ok" if redis_ok else "degraded", "redis": redis_ok, "role": "primary",
-                  "instance_id": settings.instance_id, "primary": None, "link": None}
+    # `primary`/`link` describe a replica's link to its primary: none on a primary
+    body: dict = {"status": "ok" if redis_ok else "degraded", "redis": redis_ok,
+                  "role": "replica" if settings.is_replica else "primary", "instance_id": settings.instance_id,
+                  "primary": None, "link": None, "embedding_model": request.app[EMBEDDER].model_id}
+    replica = request.app.get(REPLICA)
+    if replica is not None:
+        body.update(await _replica_health(request, replica))
     if redis_ok:
         last, projectors = await request.app[QUERIES].stats.projectors()
         guard = request.app[EPOCH_GUARD]
         body["log"] = {"last_position": last, "epoch": await store.log_epoch()}
         body["projections"] = {"epoch": guard.serving}
         body["projectors"] = projectors
-        body.update(await _lag(store, last, projectors))
+        behind = await lag(store, last, projectors)
+        body.update(lag_ms=behind["lag_ms"], lag_events=behind["lag_events"])
         try:
             await guard.check()
         except LogResetError as exc:  # the one error shape, the health document in its details
@@ -39,17 +47,16 @@ async def health(request: web.Request) -> web.Response:
     return json_response(body)
 
 
-async def _lag(store, last: str | None, projectors: dict[str, dict]) -> dict:
-    """How far the slowest projection is behind the log: `lag_ms` (stream time) and `lag_events`
-    (events after its checkpoint, counted up to 10,000); None while a projector has no checkpoint."""
-    cps = [p["position"] for p in projectors.values()]
-    if not last:
-        return {"lag_ms": 0, "lag_events": 0}
-    if not cps or None in cps:
-        return {"lag_ms": None, "lag_events": None}
-    slowest = min(cps, key=positions.key)
-    return {"lag_ms": max(p["lag_ms"] or 0 for p in projectors.values()),
-            "lag_events": await Instances(store.redis).lag_events(slowest)}
+async def _replica_health(request: web.Request, replica: ReplicaRuntime) -> dict:
+    """A replica's link: its Redis replicating the primary's (`link`; down: `status` degraded, reads
+    still served), whether its last request to the primary got through, and its buffered votes."""
+    link = await replication_link_of(request.app[STORE])
+    out = {"primary": replica.client.base_url, "primary_redis": replica.primary_redis, "link": link,
+           "primary_http": {None: "unknown", True: "up", False: "down"}[replica.client.reachable],
+           "buffered": (await asyncio.to_thread(replica.outbox.counts))["pending"]}
+    if link != "up":
+        out["status"] = "degraded"
+    return out
 
 
 async def stats(request: web.Request) -> web.Response:

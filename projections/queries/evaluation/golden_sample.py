@@ -14,10 +14,12 @@ from projections.memories.reader import MemoriesReader, valid_namespaces
 
 SAMPLE_PER_KIND = 64
 MAX_FETCH = 1000
+SYSTEM_AUTHORS = ("system", "reaction", "scheduler")
+"""Memories these wrote (deep consolidation's patterns) have no agent to evaluate them as: not sampled."""
 
 
 def _filter(namespaces: list[str] | None) -> str:
-    where = "is_deleted = false"
+    where = f"is_deleted = false AND NOT {sql_in('agent_id', list(SYSTEM_AUTHORS))}"
     if namespaces:
         where += f" AND {sql_in('namespace', valid_namespaces(namespaces))}"
     return where
