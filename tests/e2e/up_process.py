@@ -99,11 +99,12 @@ def stop(proc: subprocess.Popen, timeout_s: float = 60.0) -> str:
 
 
 def request(port: int, method: str, path: str, key: str | None = None, body: dict | None = None,
-            timeout_s: float = 30.0) -> tuple[int, dict]:
+            timeout_s: float = 30.0, headers: dict[str, str] | None = None) -> tuple[int, dict]:
     """One HTTP call: (status, JSON body); an HTTP error status is returned, not raised."""
     req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method=method,
                                  data=json.dumps(body).encode() if body is not None else None,
-                                 headers={**({"X-API-Key": key} if key else {}), "Content-Type": "application/json"})
+                                 headers={**({"X-API-Key": key} if key else {}), "Content-Type": "application/json",
+                                          **(headers or {})})
     try:
         with urllib.request.urlopen(req, timeout=timeout_s) as resp:
             return resp.status, json.load(resp)
