@@ -126,8 +126,8 @@ def cmd_up(args: argparse.Namespace) -> int:
           f"redis: {embedded_redis.redact(url)})", flush=True)
     if lan is not None and embedded is not None:
         port = int(url.rsplit(":", 1)[1].split("/")[0])
-        print(f"zhiyi: LAN replicas replicate from {embedded_redis.redact(lan.replica_url(port))} "
-              f"(user {embedded_redis.REPLICA_USER}; its password is in "
+        print(f"zhiyi: LAN replicas replicate from redis://{embedded_redis.REPLICA_USER}:PASSWORD@{lan.bind}:{port} "
+              f"(`zhiyi replica --primary-redis`; PASSWORD is in "
               f"{data_dir.resolve() / embedded_redis.REPLICA_PASSWORD_FILE})", flush=True)
     print(f"zhiyi: admin API key is in {where}", flush=True)
     projectors = None

@@ -39,6 +39,12 @@ class Telemetry:
         self.trigger_paused = Gauge("zhiyi_trigger_paused", "1 when the trigger is paused", ["trigger"], registry=r)
         self.lag = Gauge("zhiyi_projector_lag_seconds", "how far each projector's checkpoint is behind the log "
                          "(stream time)", ["projector", "instance"], registry=r)
+        self.instance_up = Gauge("zhiyi_instance_up", "1 while the process beats (from the heartbeats of every "
+                                 "instance: gateways, projector processes, replicas)", ["instance", "role"], registry=r)
+        self.instance_lag = Gauge("zhiyi_instance_lag_seconds", "how far the position each process's reads reach is "
+                                  "behind the log (stream time, from its heartbeat)", ["instance", "role"], registry=r)
+        self.instance_lag_events = Gauge("zhiyi_instance_lag_events", "events after the position each process's reads "
+                                         "reach (counted up to 10,000)", ["instance", "role"], registry=r)
         self.events = Gauge("zhiyi_events_total", "events in the log, by type", ["type"], registry=r)
         self.cache_ratio = Gauge("zhiyi_recall_cache_hit_ratio", "recall cache hits / lookups in this process",
                                  registry=r)

@@ -47,6 +47,15 @@ async def test_metrics_parse_and_follow_the_apps_activity(api):
     assert _value(families, "zhiyi_distill_llm_calls_today", budget="general") == 0
     lags = {s.labels["projector"]: s.value for s in families["zhiyi_projector_lag_seconds"].samples}
     assert {"memories", "graph", "metrics", "consolidation"} <= set(lags) and all(v == 0 for v in lags.values())
+    # other processes' figures come from their heartbeats: this gateway's, and a replica's sent to it
+    status, issued = await api.call("POST", "/api/v1/admin/replicas", json={"instance_id": "rep-1"})
+    status, _ = await api.call("POST", "/api/v1/replicas/rep-1/ops", issued["replica_key"], json={
+        "ops": [], "status": {"position": body["position"], "url": "http://10.0.0.7:7821"}})
+    assert status == 200
+    families = await _scrape(api)
+    assert _value(families, "zhiyi_instance_up", instance="e2e", role="gateway") == 1
+    assert _value(families, "zhiyi_instance_up", instance="rep-1", role="replica") == 1
+    assert _value(families, "zhiyi_instance_lag_events", instance="rep-1", role="replica") >= 1   # events since
     # the shipped alert rules use only series served here
     rules = (ROOT / "deploy" / "prometheus-alerts.yml").read_text(encoding="utf-8")
     used = {re.sub(r"_bucket$", "", name) for name in re.findall(r"\bzhiyi_[a-z_]+", rules)}

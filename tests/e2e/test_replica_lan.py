@@ -105,6 +105,17 @@ def _equal_digests(lan: Lan) -> bool:
     return lan.digests(lan.a)["projections"] == lan.digests(lan.b)["projections"]
 
 
+def test_the_primarys_redis_takes_a_password_and_its_replica_user_only_replicates(lan: Lan) -> None:
+    port = int((lan.a / "redis_url").read_text().strip().rsplit(":", 1)[1].split("/")[0])
+    with pytest.raises(sync_redis.AuthenticationError):
+        sync_redis.Redis(port=port).get("zhiyi:epoch")
+    password = (lan.a / "redis_replica_password").read_text().strip()
+    with pytest.raises(sync_redis.exceptions.NoPermissionError):
+        sync_redis.Redis(port=port, username="zhiyi-replica", password=password).get("zhiyi:epoch")
+    assert "LAN replicas replicate from redis://zhiyi-replica:PASSWORD@127.0.0.1" in output(lan.primary)
+    assert password not in output(lan.primary)
+
+
 def test_read_your_writes_and_a_forwarded_write_lands_once(lan: Lan) -> None:
     key = _register(lan, "ann")
     status, c = request(lan.port_a, "POST", "/api/v1/commit", key, {"content": "The build farm is in rack 12"})
@@ -165,9 +176,10 @@ def test_a_partition_keeps_reads_buffers_votes_and_converges_after_the_heal(lan:
     lan.redis_proxy.heal()
     lan.http_proxy.heal()
     healed = time.monotonic()
-    eventually_sync(lambda: lan.health(lan.port_b)["buffered"] == 0 and _equal_digests(lan), timeout_s=30,
-                    interval_s=0.25, what="digests equal after the heal")
+    eventually_sync(lambda: lan.health(lan.port_b)["buffered"] == 0 and lan.caught_up(), timeout_s=30,
+                    interval_s=0.1, what="both sides at the same position after the heal")
     assert time.monotonic() - healed < 10, time.monotonic() - healed
+    eventually_sync(lambda: _equal_digests(lan), timeout_s=30, interval_s=0.5, what="digests equal after the heal")
     last = lan.health(lan.port_a)["log"]["last_position"]
     views = [request(port, "GET", f"/api/v1/memory/{memory_id}/versions?after={last}", key)[1]
              for port in (lan.port_a, lan.port_b)]

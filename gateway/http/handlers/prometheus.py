@@ -15,6 +15,7 @@ from gateway.http.appkeys import (
     CLOCK, CONSOLIDATION_READER, METRICS, QUERIES, READER, RECALL_CACHE, SETTINGS, STORE, TELEMETRY,
 )
 from gateway.http.auth import require_admin
+from gateway.http.handlers.instances import instance_rows
 from gateway.http.queues import queues
 
 
@@ -47,6 +48,12 @@ async def scrape(request: web.Request) -> web.Response:
     for name, state in projectors.items():   # no checkpoint yet: NaN (unknown), not 0
         t.lag.labels(name, settings.instance_id).set(float("nan") if state["lag_ms"] is None
                                                      else state["lag_ms"] / 1000)
+    rows, _ = await instance_rows(store)      # the other processes' figures: their heartbeats
+    for row in rows:
+        labels = (row["instance_id"], row["role"])
+        t.instance_up.labels(*labels).set(1 if row["status"] == "up" else 0)
+        t.instance_lag.labels(*labels).set(float("nan") if row["lag_ms"] is None else row["lag_ms"] / 1000)
+        t.instance_lag_events.labels(*labels).set(float("nan") if row["lag_events"] is None else row["lag_events"])
     for event_type, n in (await app[METRICS].event_types()).items():
         t.events.labels(event_type).set(n)
     cache = app[RECALL_CACHE]
