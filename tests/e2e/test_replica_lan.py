@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import subprocess
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -138,6 +140,10 @@ def test_read_your_writes_and_a_forwarded_write_lands_once(lan: Lan) -> None:
     assert stats["memories"]["by_namespace"]["ann-main"] == 2
     # the replica's recall audit reached the primary under the replica's origin; digests agree
     eventually_sync(lambda: _equal_digests(lan), timeout_s=30, interval_s=0.5, what="equal digests")
+    # the replica runs no reactions: the primary's reactions group has the primary's consumer only
+    groups = sync_redis.Redis.from_url((lan.a / "redis_url").read_text().strip()).xinfo_consumers(
+        "zhiyi:events", "reactions")
+    assert [c["name"].decode() for c in groups] == [(lan.a / "instance_id").read_text().strip()]
     status, listed = request(lan.port_a, "GET", "/api/v1/instances", lan.admin)
     replica = [i for i in listed["instances"] if i["role"] == "replica"]
     assert [(r["instance_id"], r["status"]) for r in replica] == [(REPLICA_ID, "up")]
@@ -167,12 +173,20 @@ def test_a_partition_keeps_reads_buffers_votes_and_converges_after_the_heal(lan:
     assert request(lan.port_b, "POST", "/api/v1/feedback/useful", other, {"memory_id": memory_id})[0] == 202
     status, refused = request(lan.port_b, "POST", "/api/v1/commit", key, {"content": "written during the cut"})
     assert status == 503 and refused["error"]["code"] == "primary_unreachable", refused
+    with pytest.raises(urllib.error.HTTPError) as raised:
+        urllib.request.urlopen(urllib.request.Request(f"http://127.0.0.1:{lan.port_b}/api/v1/episodes", method="POST",
+                                                      data=b"{}", headers={"X-API-Key": key}), timeout=30)
+    assert raised.value.code == 503 and raised.value.headers["Retry-After"] == "5"
     assert lan.health(lan.port_b)["buffered"] == 2
     # meanwhile on the primary: pat changes its mind later (that vote must win), and a new memory
     time.sleep(0.05)
     assert request(lan.port_a, "POST", "/api/v1/feedback/useful", key, {"memory_id": memory_id})[0] == 201
     status, d = request(lan.port_a, "POST", "/api/v1/commit", key, {"content": "Written on the primary while cut off"})
     assert status == 201
+    # a read that cannot reach a position (written on the primary during the cut) in time: 504, never proxied
+    status, lagging = request(lan.port_b, "GET", f"/api/v1/memory/{d['memory_id']}/versions?after={d['position']}",
+                              key)
+    assert status == 504 and lagging["error"]["code"] == "projection_lag", lagging
     lan.redis_proxy.heal()
     lan.http_proxy.heal()
     healed = time.monotonic()
