@@ -76,4 +76,5 @@ async def buffer_feedback(request: web.Request, verdict: str, replica: ReplicaRu
                                        idem_key=idem.key if idem else "", fingerprint=idem.fingerprint if idem else "")
     log.info("replica.feedback_buffered", memory_id=cmd.memory_id, agent=actor.agent_id, op_id=buffered.op_id,
              duplicate=buffered.duplicate)
+    replica.link.wake()     # the link retries now, then backs off until the primary answers
     return json_response({"memory_id": cmd.memory_id, "verdict": cmd.verdict, "buffered": True}, status=202)
