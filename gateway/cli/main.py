@@ -78,6 +78,7 @@ def build_settings(args: argparse.Namespace, redis_url: str, *, api_key: str = "
         ready_file=Path(args.ready_file) if getattr(args, "ready_file", None) else None,
         projectors_only=only,
         log_json=env.log_json,
+        advertise_url=env.advertise_url,
     )
 
 

@@ -35,14 +35,16 @@ class Lan:
 
     def start(self) -> "Lan":
         env = base_env(ZHIYI_QUERY_EMBEDDING_PROCESS="0", ZHIYI_TICK_INTERVAL_S="0")
+        self.redis_port = free_port()
         self.primary = start([str(zhiyi_bin()), "up", "--data-dir", str(self.a), "--port", str(self.port_a),
-                              "--redis-bind", "127.0.0.1"], self.port_a, self.root, env)
+                              "--redis-bind", "127.0.0.1", "--redis-port", str(self.redis_port)],
+                             self.port_a, self.root, env)
         self.procs.append(self.primary)
         self.admin = (self.a / "api_key").read_text().strip()
         primary_redis = (self.a / "redis_url").read_text().strip()
         sync_redis.Redis.from_url(primary_redis).config_set("repl-diskless-sync-delay", 0)   # a quick first sync
-        redis_port = int(primary_redis.rsplit(":", 1)[1].split("/")[0])
-        self.redis_proxy = TcpProxy("127.0.0.1", redis_port).start()
+        assert primary_redis.endswith(f"@127.0.0.1:{self.redis_port}/0"), "--redis-port, with a password"
+        self.redis_proxy = TcpProxy("127.0.0.1", self.redis_port).start()
         self.http_proxy = TcpProxy("127.0.0.1", self.port_a).start()
         self.proxies += [self.redis_proxy, self.http_proxy]
         status, issued = request(self.port_a, "POST", "/api/v1/admin/replicas", self.admin,
@@ -54,7 +56,8 @@ class Lan:
              "--primary-redis", f"redis://zhiyi-replica:{password}@{self.redis_proxy.url_host_port}",
              "--data-dir", str(self.b), "--port", str(self.port_b)], self.port_b, self.root,
             base_env(ZHIYI_QUERY_EMBEDDING_PROCESS="0", ZHIYI_REPLICA_KEY=issued["replica_key"],
-                     ZHIYI_INSTANCE_ID=REPLICA_ID, API_KEY=self.admin))
+                     ZHIYI_INSTANCE_ID=REPLICA_ID, API_KEY=self.admin,
+                     ZHIYI_ADVERTISE_URL=f"http://replica-b.lan:{self.port_b}"))
         self.procs.append(self.replica)
         return self
 
@@ -147,7 +150,9 @@ def test_read_your_writes_and_a_forwarded_write_lands_once(lan: Lan) -> None:
     status, listed = request(lan.port_a, "GET", "/api/v1/instances", lan.admin)
     replica = [i for i in listed["instances"] if i["role"] == "replica"]
     assert [(r["instance_id"], r["status"]) for r in replica] == [(REPLICA_ID, "up")]
-    assert replica[0]["url"] == f"http://127.0.0.1:{lan.port_b}"
+    assert replica[0]["url"] == f"http://replica-b.lan:{lan.port_b}"        # ZHIYI_ADVERTISE_URL
+    gateway = next(i for i in listed["instances"] if i["role"] == "gateway")
+    assert gateway["url"] == f"http://127.0.0.1:{lan.port_a}"                  # default: host and port
 
 
 def test_a_partition_keeps_reads_buffers_votes_and_converges_after_the_heal(lan: Lan) -> None:

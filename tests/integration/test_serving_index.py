@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from lancedb.index import BTree
 
 from events.catalogue import MemoryCommitted, MemoryDeleted, new_event
 from tests.hash_embedder import HashEmbedder
@@ -109,7 +110,7 @@ async def test_loads_when_the_checkpointed_table_version_was_cleaned_up(store, t
     await store.append([commit(f"m{i}", f"memory {i}", "shared") for i in range(5)])
     await project(store, tmp_path, emb)
     table = lancedb.connect(str(tmp_path)).open_table("memories")
-    table.create_scalar_index("agent_id")   # a newer version than the checkpoint's
+    table.create_index("agent_id", config=BTree())   # a newer version than the checkpoint's
     table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)  # compaction: newer version, old gone
     from projections.core import checkpoint as checkpoint_file
     pinned = checkpoint_file.load(tmp_path).table_version
