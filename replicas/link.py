@@ -14,7 +14,6 @@ and the replica's heartbeat to `POST /api/v1/replicas/{instance_id}/ops`.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
@@ -48,6 +47,7 @@ class ReplicaLink:
     async def run(self, stop: asyncio.Event) -> None:
         delay, last_beat = 0.0, 0.0
         while not stop.is_set():
+            self._wake.clear()      # before reading the outbox: a vote buffered from now on wakes the pause
             due_beat = time.monotonic() - last_beat >= self.beat_every_s
             pending = await asyncio.to_thread(self.outbox.pending, self.batch)
             if pending or due_beat:
@@ -60,19 +60,20 @@ class ReplicaLink:
                     delay = min(max(delay * 2, 0.2), self.backoff_max_s)
                     log.warning("replica.push_failed", error=f"{type(exc).__name__}: {exc}", pending=len(pending),
                                 retry_in_s=delay)
-            wait = delay if delay else max(0.05, self.beat_every_s - (time.monotonic() - last_beat))
-            self._wake.clear()
-            waiter = asyncio.ensure_future(self._wake.wait()) if not delay else None
-            stopper = asyncio.ensure_future(stop.wait())
-            try:
-                await asyncio.wait({t for t in (waiter, stopper) if t is not None}, timeout=wait,
-                                   return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                for t in (waiter, stopper):
-                    if t is not None and not t.done():
-                        t.cancel()
-                        with contextlib.suppress(asyncio.CancelledError):
-                            await t
+            wait = delay or max(0.05, self.beat_every_s - (time.monotonic() - last_beat))
+            await self._pause(stop, wait, wakeable=not delay)
+
+    async def _pause(self, stop: asyncio.Event, seconds: float, *, wakeable: bool) -> None:
+        """Up to `seconds`, until `stop` (or, when `wakeable`, a newly buffered vote)."""
+        waits = [asyncio.ensure_future(stop.wait())]
+        if wakeable:
+            waits.append(asyncio.ensure_future(self._wake.wait()))
+        try:
+            await asyncio.wait(waits, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for t in waits:
+                t.cancel()
+            await asyncio.gather(*waits, return_exceptions=True)
 
     async def send(self, ops: list[dict[str, Any]]) -> None:
         """One request: `ops` and the heartbeat; the answered operations are marked done."""
