@@ -42,6 +42,8 @@ class ErrorCode(StrEnum):
     UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"
     IDEMPOTENCY_KEY_REUSED = "idempotency_key_reused"
     UNPROCESSABLE = "unprocessable"  # well-formed, but meaningless in the current state (e.g. after= beyond the log)
+    # 429
+    RATE_LIMITED = "rate_limited"
     # 5xx
     INTERNAL_ERROR = "internal_error"
     UNAVAILABLE = "unavailable"

@@ -14,6 +14,7 @@ import pytest
 import redis as sync_redis
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ["ZHIYI_RATE_LIMITS"] = "off"   # the session runs without quotas; the rate-limit tests turn them on
 
 
 def _free_port() -> int:

@@ -87,6 +87,11 @@ def replica(instance_id: str) -> str:
     return f"{PREFIX}replica:{instance_id}"
 
 
+def rate_bucket(agent_id: str, kind: str) -> str:
+    """One agent's token bucket of `kind` (read | write): a hash {tokens, ts} (events.redis.rate_buckets)."""
+    return f"{PREFIX}rate:{agent_id}:{kind}"
+
+
 def validator_partials(memory_id: str) -> str:
     """Sorted set of the commits that partially overlapped a memory (PassiveValidator P3)."""
     return f"{PREFIX}validator:p3:{memory_id}"

@@ -79,6 +79,7 @@ def build_settings(args: argparse.Namespace, redis_url: str, *, api_key: str = "
         projectors_only=only,
         log_json=env.log_json,
         advertise_url=env.advertise_url,
+        rate_limits=env.rate_limits,
     )
 
 

@@ -17,13 +17,14 @@ from gateway.http.appkeys import (
     ACTIVITY, AUDIT, BACKGROUND, CLOCK, COMMANDS, CONFLICT_COMMANDS, CONFLICTS, CONSOLIDATION, CONSOLIDATION_READER,
     DISTILL_BATCHER, EMBEDDER, EPISODE_COMMANDS, EPISODES, EPOCH_GUARD, EVAL, GRAPH, METRICS, PROJECTORS, QUERIES,
     REACTIONS,
-    READER, RECALL, RECALL_CACHE, REPLICA, REPLICA_OPS, RERANKER, RUNNER_TASKS, SCHEDULER, SETTINGS, STOPPING, STORE, SYNONYMS, TOMBSTONES,
+    RATE_LIMITER, READER, RECALL, RECALL_CACHE, REPLICA, REPLICA_OPS, RERANKER, RUNNER_TASKS, SCHEDULER, SETTINGS, STOPPING, STORE, SYNONYMS, TOMBSTONES,
     TELEMETRY, TRIGGERS, WAITER,
 )
 from gateway.http.auth import PRINCIPAL, auth_middleware
 from gateway.http.epoch_guard import epoch_middleware
 from gateway.http.errors import error_middleware
 from gateway.http.forwarding import forward_middleware
+from gateway.http.rate_limit import rate_limit_middleware
 from gateway.http.request_schema import unknown_query_middleware
 from gateway.http.handlers import (
     admin, agents, conflicts, consolidation, episodes, evaluation, feedback, graph, instances, memories, metrics,
@@ -59,7 +60,7 @@ def create_app(settings: Settings, *, embedder=None, clock=None) -> web.Applicat
         # a replica forwards its writes before they are guarded or authenticated (the primary does both)
         middlewares=[access_log_middleware, error_middleware,
                      *([forward_middleware] if settings.is_replica else []),
-                     epoch_middleware, auth_middleware, unknown_query_middleware],
+                     epoch_middleware, auth_middleware, rate_limit_middleware, unknown_query_middleware],
     )
     app[SETTINGS] = settings
     if embedder is not None:
@@ -88,6 +89,7 @@ async def services(app: web.Application) -> AsyncIterator[None]:
         app[SCHEDULER], app[REACTIONS], app[AUDIT], app[PROJECTORS] = s.scheduler, s.reactions, s.audit, s.projectors
         app[TRIGGERS], app[CONSOLIDATION], app[CONSOLIDATION_READER] = s.triggers, s.consolidation, s.consolidation_reader
         app[METRICS], app[REPLICA_OPS], app[REPLICA] = s.metrics, s.replica_ops, s.replica
+        app[RATE_LIMITER] = s.rate_limiter
         app[BACKGROUND], app[STOPPING], app[RUNNER_TASKS] = s.background, s.stopping, s.runner_tasks
         _start_runners(s)
         yield

@@ -13,6 +13,7 @@ from commands.distill.batcher import DistillBatcher
 from commands.episodes import EpisodeCommands
 from commands.evaluation import EvalService
 from commands.handlers import CommandService
+from commands.rate_limits import RateLimiter
 from commands.replica_ops import ReplicaOps
 from commands.reactions.runner import ReactionsRunner
 from commands.scheduler import Scheduler
@@ -47,6 +48,7 @@ SETTINGS = web.AppKey("settings", Settings)
 STORE = web.AppKey("store", EventStore)
 COMMANDS = web.AppKey("commands", CommandService)
 REPLICA_OPS = web.AppKey("replica_ops", ReplicaOps)   # replica keys and operations (a primary's)
+RATE_LIMITER: web.AppKey[RateLimiter | None] = web.AppKey("rate_limiter")  # None: limits off
 REPLICA: web.AppKey[ReplicaRuntime | None] = web.AppKey("replica")  # a LAN replica's link (None: a primary)
 RECALL = web.AppKey("recall", RecallService)
 QUERIES = web.AppKey("queries", Queries)            # the read use cases (gateway.process.queries)

@@ -25,15 +25,16 @@ def _json(schema: dict, description: str = "") -> dict:
 ERRORS = {code: {"$ref": f"#/components/responses/{name}"} for code, name in (
     ("400", "BadRequest"), ("401", "Unauthorized"), ("403", "Forbidden"), ("404", "NotFound"),
     ("409", "Conflict"), ("413", "TooLarge"), ("422", "Unprocessable"), ("503", "Unavailable"),
-    ("504", "ProjectionLag"))}
+    ("429", "RateLimited"), ("504", "ProjectionLag"))}
 
 
 def _errors(*codes: str) -> dict:
     """The error answers of an operation: the listed ones plus 400 (unknown_field is possible
-    everywhere) and 503 (the log unreachable, reset, or a write's outcome unknown); a read that waits
+    everywhere), 429 (an agent over its quota) and 503 (the log unreachable, reset, or a write's outcome
+    unknown); a read that waits
     for `after` (504) also refuses a position beyond the log's end (422)."""
     extra = {"422"} if "504" in codes else set()
-    return {c: ERRORS[c] for c in sorted({"400", "503", *extra, *codes})}
+    return {c: ERRORS[c] for c in sorted({"400", "429", "503", *extra, *codes})}
 
 
 SCHEMAS: dict[str, Any] = {
@@ -45,7 +46,9 @@ SCHEMAS: dict[str, Any] = {
         "namespace": {**NAMESPACE, "description": "main namespace (default <agent_id>-main)"}}, "agent_id"),
     "RegisterResponse": {"type": "object", "properties": {
         "agent_id": {"type": "string"}, "api_key": {"type": "string", "description": "shown once; stored hashed"},
-        "namespaces": {"type": "array", "items": {"type": "string"}}, "position": POSITION}},
+        "namespaces": {"type": "array", "items": {"type": "string"}}, "position": POSITION,
+        "rate_limits": {"type": ["object", "null"], "description": "the agent's quotas, {read: {rate, burst}, "
+                                                                  "write: {rate, burst}} (null: limits off)"}}},
     "MemoryFields": {
         "content": CONTENT,
         "category": {"type": "string", "enum": list(CATEGORIES), "default": "fact"},
@@ -129,7 +132,9 @@ SCHEMAS: dict[str, Any] = {
             "category": {"type": "string"}, "tier": {"type": "string"}, "importance": {"type": "number"},
             "tags": {"type": "array", "items": {"type": "string"}}, "source": {"type": "string"},
             "version": {"type": "integer"}, "timestamp": {"type": "string"}, "freshness": {"type": "string"}}}},
-        "namespaces": {"type": "array", "items": {"type": "string"}}, "position": POSITION}},
+        "namespaces": {"type": "array", "items": {"type": "string"}}, "position": POSITION,
+        "rate_limits": {"type": ["object", "null"], "description": "the agent's quotas, {read: {rate, burst}, "
+                                                                  "write: {rate, burst}} (null: limits off)"}}},
     "DeleteResponse": {"type": "object", "properties": {
         "memory_id": {"type": "string"}, "version": {"type": "integer"}, "position": POSITION}},
     "Health": {"type": "object", "properties": {
@@ -262,6 +267,9 @@ def openapi_document() -> dict:
                                                  "(invalid_query), after= beyond the log's end or a synonym "
                                                  "group without a new term (unprocessable)"),
                 "ProjectionLag": _error_response("Projections did not reach `after` in time"),
+                "RateLimited": _error_response("The agent's read or write bucket is empty (rate_limited): retry "
+                                               "after Retry-After seconds; X-RateLimit-Limit/-Remaining/-Reset "
+                                               "say its state"),
                 "Unavailable": _error_response("The event log is unreachable (unavailable), was reset (log_reset), "
                                                "or a write's outcome is unknown (outcome_unknown: retry with "
                                                "the same Idempotency-Key)"),

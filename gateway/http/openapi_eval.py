@@ -25,9 +25,10 @@ def _json(schema: dict, description: str = "OK") -> dict:
 def _errors(*codes: str) -> dict:
     """The listed error answers plus 400 (unknown_field is possible everywhere) and 503."""
     names = {"400": "BadRequest", "401": "Unauthorized", "403": "Forbidden", "404": "NotFound", "409": "Conflict",
-             "413": "TooLarge", "422": "Unprocessable", "503": "Unavailable", "504": "ProjectionLag"}
+             "413": "TooLarge", "422": "Unprocessable", "429": "RateLimited", "503": "Unavailable",
+             "504": "ProjectionLag"}
     extra = {"422"} if "504" in codes else set()   # after= beyond the log's end
-    return {c: {"$ref": f"#/components/responses/{names[c]}"} for c in sorted({"400", "503", *extra, *codes})}
+    return {c: {"$ref": f"#/components/responses/{names[c]}"} for c in sorted({"400", "429", "503", *extra, *codes})}
 
 
 def _body(name: str, required: bool = True) -> dict:

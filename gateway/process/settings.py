@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Mapping
 
 from commands.model import Limits
+from commands.rate_limits import RateLimits
 
 
 DISTILL_EXTRACTORS = ("learned", "rules")   # ZHIYI_DISTILL_EXTRACTOR without an LLM (commands/distill/)
@@ -64,6 +65,8 @@ class Settings:
     max_body_bytes: int = 64 * 1024 * 1024
     log_json: bool = False
     limits: Limits = field(default_factory=Limits)
+    rate_limits: RateLimits | None = None  # per-agent token buckets (ZHIYI_RATE_LIMITS; None: off — the CLI's
+                                           # default is the seed's quotas, a Settings built in code has none)
     advertise_url: str | None = None     # ZHIYI_ADVERTISE_URL: this process's HTTP URL in /api/v1/instances
     # a LAN replica (`zhiyi replica`): its primary, and its own Redis for what is not the log's
     primary_url: str | None = None       # the primary's HTTP base URL (writes are forwarded to it)
@@ -162,6 +165,7 @@ class Environment:
     forget_capacity: int = 10_000            # ZHIYI_FORGET_CAPACITY
     tick_interval_s: float = 30.0            # ZHIYI_TICK_INTERVAL_S
     advertise_url: str | None = None         # ZHIYI_ADVERTISE_URL
+    rate_limits: RateLimits | None = field(default_factory=RateLimits)   # ZHIYI_RATE_LIMITS (off: None)
     replica_key: str | None = None           # ZHIYI_REPLICA_KEY (`zhiyi replica`)
 
     @classmethod
@@ -199,6 +203,7 @@ class Environment:
             forget_capacity=int(env.get("ZHIYI_FORGET_CAPACITY", "10000")),
             tick_interval_s=float(env.get("ZHIYI_TICK_INTERVAL_S", "30")),
             advertise_url=env.get("ZHIYI_ADVERTISE_URL") or None,
+            rate_limits=RateLimits.parse(env.get("ZHIYI_RATE_LIMITS")),
             replica_key=env.get("ZHIYI_REPLICA_KEY") or None,
         )
 

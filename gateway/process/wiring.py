@@ -32,6 +32,7 @@ from commands.conflicts.detector import ConflictDetector
 from commands.conflicts.judge import PairModel
 from commands.conflicts.service import ConflictCommands
 from commands.handlers import CommandService
+from commands.rate_limits import RateLimiter
 from commands.replica_ops import ReplicaOps
 from commands.distill.batcher import DistillBatcher
 from commands.llm import ChatClient
@@ -44,6 +45,7 @@ from events.redis.answer_cache import RecallCache
 from events.redis.client import connect
 from events.redis.counters import Counters
 from events.redis.instances import Instances
+from events.redis.rate_buckets import TokenBuckets
 from events.redis.store import EventStore
 from gateway.http.audit import SPILL_DIR as AUDIT_SPILL_DIR
 from gateway.http.audit import AuditWriter
@@ -232,6 +234,12 @@ class Services(ModelServices):
         detector = ConflictDetector(self.recall, self.pair_model) if self.settings.conflict_check and self.gateway \
             else None
         return CommandService(self.store, self.settings.limits, conflicts=detector)
+
+    @cached_property
+    def rate_limiter(self) -> RateLimiter | None:
+        """Per-agent token buckets (None: limits off); a replica keeps its buckets in its own Redis."""
+        limits = self.settings.rate_limits
+        return RateLimiter(limits, TokenBuckets(self.store.state), self.store) if limits is not None else None
 
     @cached_property
     def replica_ops(self) -> ReplicaOps:

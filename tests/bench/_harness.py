@@ -78,7 +78,9 @@ def zhiyi_process(command: str, redis_url: str, data_dir: Path, admin_key: str, 
     """Run `zhiyi <command>` (serve/up) on a free port; yields the base URL once healthy."""
     port = free_port()
     env = dict(os.environ, REDIS_URL=redis_url, API_KEY=admin_key, OPENBLAS_NUM_THREADS="1",
-               ZHIYI_LOG_LEVEL="warning", **(extra_env or {}))
+               ZHIYI_LOG_LEVEL="warning", ZHIYI_RATE_LIMITS="off", **(extra_env or {}))
+    print(f"zhiyi {command}: rate limits {'off' if env['ZHIYI_RATE_LIMITS'] == 'off' else 'on'} "
+          f"(ZHIYI_RATE_LIMITS={env['ZHIYI_RATE_LIMITS'] or 'unset: the seed quotas'})", flush=True)
     proc = subprocess.Popen([sys.executable, "-m", "gateway.cli.main", command, "--data-dir", str(data_dir),
                              "--port", str(port)], cwd=ROOT, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

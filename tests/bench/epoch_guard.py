@@ -73,6 +73,8 @@ async def main(args: argparse.Namespace) -> None:
                                   "--redis-url", url], cwd=ROOT, env=dict(os.environ, ZHIYI_LOG_LEVEL="warning"),
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         client = TestClient(TestServer(create_app(settings, embedder=embedder)))
+        print(f"rate limits: {'on' if settings.rate_limits is not None else 'off'} (a Settings built in code)",
+              flush=True)
         await client.start_server()
         try:
             resp = await client.post("/api/v1/agents/register", json={"agent_id": "bench"},

@@ -697,7 +697,7 @@ def main() -> int:
     lan = Lan(root)
     failed = True
     try:
-        print(f"starting the primary and the replica in {root} ...", flush=True)
+        print(f"starting the primary and the replica in {root} (rate limits off: ZHIYI_RATE_LIMITS=off) ...", flush=True)
         lan.start()
         asyncio.run(run(lan, args))
         failed = False

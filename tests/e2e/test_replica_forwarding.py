@@ -12,6 +12,10 @@ import time
 from typing import AsyncIterator
 
 import pytest
+import redis as sync_redis
+
+from commands.rate_limits import RateLimits
+from gateway.http.appkeys import SETTINGS
 
 from events.clock import ManualClock
 from gateway.http.app import create_app
@@ -24,11 +28,11 @@ from up_process import free_port
 @pytest.fixture
 async def replica_of(aiohttp_client, redis_url, tmp_path, use_embedder):
     """Start a replica app forwarding to `primary_url`."""
-    async def start(primary_url: str) -> Api:
+    async def start(primary_url: str, **overrides) -> Api:
         settings = dataclasses.replace(
             make_settings(redis_url, tmp_path), data_dir=tmp_path / "replica", instance_id="rep-t",
             primary_url=primary_url, replica_key="zrk_test", state_redis_url=redis_url.rsplit("/", 1)[0] + "/1",
-            run_reactions=False, run_scheduler=False)
+            run_reactions=False, run_scheduler=False, **overrides)
         app = create_app(settings, embedder=use_embedder, clock=ManualClock(int(time.time() * 1000)))
         return Api(await aiohttp_client(app))
     return start
@@ -113,3 +117,15 @@ async def test_a_write_sent_but_never_answered_is_outcome_unknown(api, replica_o
         assert_error(answer, "outcome_unknown")
         assert answer["error"]["details"] == {"retry": "with the same Idempotency-Key"}
     assert replica.client.app[REPLICA].outbox.pending() == []       # maybe applied: never buffered
+
+
+async def test_a_replica_limits_reads_itself_and_leaves_writes_to_the_primary(api, replica_of):
+    key = await api.register("alice")
+    limits = RateLimits.parse('{"default": {"read": [2, 3], "write": [1, 1]}}')
+    replica = await replica_of(_url(api), rate_limits=limits)            # the primary (api) has no limits
+    codes = [(await replica.call("GET", "/api/v1/stats", key))[0] for _ in range(4)]
+    assert codes == [200, 200, 200, 429]
+    codes = [(await replica.call("POST", "/api/v1/commit", key, json={"content": f"n{i}"}))[0] for i in range(3)]
+    assert codes == [201, 201, 201]                                      # forwarded: the primary's quota
+    state = sync_redis.Redis.from_url(api.client.app[SETTINGS].redis_url.rsplit("/", 1)[0] + "/1")  # its own
+    assert state.exists("zhiyi:rate:alice:read") and not state.exists("zhiyi:rate:alice:write")

@@ -46,6 +46,7 @@ def base_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if k not in ("REDIS_URL", "API_KEY", "ZHIYI_DATA_DIR", "ZHIYI_HOST", "ZHIYI_PORT")}
     env["OPENBLAS_NUM_THREADS"] = "1"
+    env["ZHIYI_RATE_LIMITS"] = "off"     # the test session runs without quotas, but for the tests of them
     env.update(extra)
     return env
 
@@ -86,7 +87,9 @@ def start_up(data_dir: Path | str, port: int, cwd: Path, env: dict[str, str] | N
 
 def start_make_up(port: int, cwd: Path) -> subprocess.Popen:
     """Exactly what `make up` runs (its recipe, `--data-dir ./data` relative to `cwd`), on `port`."""
-    return start(["bash", "-c", "exec " + makefile_up_command()], port, cwd, base_env(ZHIYI_PORT=str(port)))
+    env = base_env(ZHIYI_PORT=str(port))
+    del env["ZHIYI_RATE_LIMITS"]         # as a user runs it: the seed's quotas on
+    return start(["bash", "-c", "exec " + makefile_up_command()], port, cwd, env)
 
 
 def stop(proc: subprocess.Popen, timeout_s: float = 60.0) -> str:
