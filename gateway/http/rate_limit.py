@@ -3,21 +3,26 @@ makes, or the admin key makes acting for an agent (`agent_id`), takes a token fr
 or `write` bucket (`gateway.http.route_kinds`; a batch is one write). The admin key alone is never
 limited. An empty bucket answers 429 `rate_limited` with `Retry-After` and `X-RateLimit-Limit`
 (the burst), `-Remaining` and `-Reset` (unix seconds when the bucket is full again), which every
-charged answer carries too. On a replica, writes are limited by the primary they are forwarded to."""
+charged answer carries too. On a replica, writes are limited by the primary they are forwarded to.
+While Redis cannot be reached the buckets cannot be read: requests pass (reads are still served)."""
 
 from __future__ import annotations
 
 import math
 
 import orjson
+import structlog
 from aiohttp import web
 
 from commands.error_codes import ErrorCode
+from events.redis.client import TRANSIENT_ERRORS
 from gateway.http.appkeys import RATE_LIMITER
 from gateway.http.auth import PRINCIPAL
 from gateway.http.errors import ApiError
 from gateway.http.requests import read_body
 from gateway.http.route_kinds import ROUTES, route_of
+
+log = structlog.get_logger(__name__)
 
 
 @web.middleware
@@ -31,7 +36,11 @@ async def rate_limit_middleware(request: web.Request, handler) -> web.StreamResp
     agent_id = who.agent_id if not who.is_admin else await _acting_for(request)
     if agent_id is None:
         return await handler(request)
-    charged = await limiter.take(agent_id, kind)
+    try:
+        charged = await limiter.take(agent_id, kind)
+    except TRANSIENT_ERRORS as exc:      # Redis away: reads go on being served (writes fail on their own)
+        log.warning("rate_limit.unavailable", agent=agent_id, error=f"{type(exc).__name__}: {exc}")
+        return await handler(request)
     if charged is None:                  # no such agent: the handler answers it
         return await handler(request)
     quota, taken = charged

@@ -11,7 +11,10 @@ import time
 import pytest
 
 from commands.rate_limits import RateLimits
-from tests.e2e.conftest import assert_error
+from events.clock import ManualClock
+from gateway.http.app import create_app
+from redis_process import RestartableRedis
+from tests.e2e.conftest import Api, assert_error, make_settings
 
 QUOTAS = '{"default": {"read": [4, 4], "write": [2, 2]}, "hermes": {"read": [20, 20], "write": [5, 5]}}'
 
@@ -79,3 +82,27 @@ async def test_the_agent_type_picks_the_quota(api):
     assert body["rate_limits"]["read"] == {"rate": 20.0, "burst": 20}
     codes = [(await _status(api, body["api_key"]))[0] for _ in range(10)]
     assert codes == [200] * 10
+
+
+async def test_with_redis_away_reads_pass_unlimited(aiohttp_client, tmp_path, use_embedder):
+    server = RestartableRedis(tmp_path / "redis").start()
+    try:
+        app = create_app(make_settings(server.url, tmp_path, rate_limits=RateLimits.parse(QUOTAS)),
+                         embedder=use_embedder, clock=ManualClock(int(time.time() * 1000)))
+        api = Api(await aiohttp_client(app))
+        key = await api.register("dora")
+
+        async def recall():
+            resp = await api.client.post("/api/v1/recall", json={"query": "anything", "cache": False},
+                                         headers=api.headers(key))
+            return resp.status, await resp.json(), resp.headers
+
+        status, body, headers = await recall()
+        assert status == 200 and headers["X-RateLimit-Remaining"] == "3"
+        server.stop()
+        for _ in range(6):                          # more than the burst: the buckets cannot be read
+            status, body, headers = await recall()
+            assert status == 200, body              # recall is served from the projections
+            assert "X-RateLimit-Remaining" not in headers
+    finally:
+        server.stop()
