@@ -25,9 +25,12 @@ from commands.model import (
     IdempotencyRequest, Limits, RegisterAgent,
 )
 from commands.rules.forgetting import ForgetCandidate
+from events.catalogue import AgentKeyRevoked, AgentKeyRotated, new_event
 from events.envelope import Event
 from events.errors import GuardFailed, IdempotencyConflict
-from events.redis.indexes import MemoryIndex
+from events.redis import keys
+from events.redis.client import TRANSIENT_ERRORS
+from events.redis.indexes import AgentIndex, Guard, MemoryIndex
 from events.redis.store import AppendResult, EventStore, Idempotency
 
 log = structlog.get_logger(__name__)
@@ -127,8 +130,9 @@ class CommandService:
     make_memory_id: Callable[[], str] = new_memory_id
     make_api_key: Callable[[], str] = new_api_key
     conflicts: ConflictDetector | None = None   # None: commits are not checked for contradictions
-    # Registrations are immutable (no key rotation or unregistering yet), so positive lookups are
-    # cached in-process; misses are never cached, so a new key works the moment it is appended.
+    # An agent's namespaces never change, so they are cached in-process. Its key can (rotated,
+    # revoked): every lookup asks Redis, so an old key is refused at once by every gateway; the last
+    # answers are kept only to go on serving while Redis cannot be reached.
     _agents: dict[str, Actor] = field(default_factory=dict, init=False, repr=False)
     _key_hashes: dict[str, str] = field(default_factory=dict, init=False, repr=False)
 
@@ -139,12 +143,60 @@ class CommandService:
 
     async def agent_for_api_key(self, api_key: str) -> str | None:
         key_hash = hash_api_key(api_key)
-        agent_id = self._key_hashes.get(key_hash)
-        if agent_id is None:
+        try:
             agent_id = await self.store.agent_for_key_hash(key_hash)
-            if agent_id is not None:
-                _remember(self._key_hashes, key_hash, agent_id)
+        except TRANSIENT_ERRORS:
+            if key_hash in self._key_hashes:     # Redis away: the last answer for this key
+                return self._key_hashes[key_hash]
+            raise
+        if agent_id is None:
+            self._key_hashes.pop(key_hash, None)
+        else:
+            _remember(self._key_hashes, key_hash, agent_id)
         return agent_id
+
+    async def rotate_key(self, agent_id: str, idem: IdempotencyRequest | None = None, *,
+                         by: str = "") -> Registered:
+        """A new key for the agent; the old one is refused from this append on. Idempotent like a
+        registration: a retry with the same Idempotency-Key answers the same new key."""
+        idempotency = self._idempotency(f"{agent_id}:keys", idem) if idem else None
+        if idempotency is not None and (previous := await self._replayed(idempotency)) is not None:
+            return _registered(previous)
+        index = await self._agent_index(agent_id)
+        api_key = self.make_api_key()
+        event = new_event(AgentKeyRotated(agent_id, hash_api_key(api_key), index.key_hash), ns=index.main_namespace,
+                          agent=agent_id, by=by)
+        blob = orjson.dumps({"agent_id": agent_id, "api_key": api_key,
+                             "namespaces": [index.main_namespace, index.ephemeral_namespace, "shared"]})
+        res = await self._append_keyed([event], idempotency, Guard(keys.agent(agent_id), "key", index.key_hash), blob)
+        log.info("agent.key_rotated", agent=agent_id, by=by or "agent", position=res.position)
+        return _registered(res)
+
+    async def revoke_key(self, agent_id: str, *, by: str = "") -> str:
+        """Withdraw the agent's key (no key works for it until one is rotated in); the position."""
+        index = await self._agent_index(agent_id)
+        if not index.key_hash:
+            raise Conflict(f"agent {agent_id} has no key to revoke", {"agent_id": agent_id})
+        event = new_event(AgentKeyRevoked(agent_id, index.key_hash), ns=index.main_namespace, agent=agent_id, by=by)
+        res = await self._append_keyed([event], None, Guard(keys.agent(agent_id), "key", index.key_hash), b"{}")
+        log.info("agent.key_revoked", agent=agent_id, by=by or "agent", position=res.position)
+        return res.position
+
+    async def _agent_index(self, agent_id: str) -> AgentIndex:
+        index = await self.store.agent_index(agent_id)
+        if index is None:
+            raise NotFound(f"agent {agent_id} is not registered", {"agent_id": agent_id}, code=ErrorCode.UNKNOWN_AGENT)
+        return index
+
+    async def _append_keyed(self, events: list[Event], idempotency: Idempotency | None, guard: Guard,
+                            blob: bytes) -> AppendResult:
+        try:
+            return await self.store.append(events, idempotency=idempotency, guards=[guard], result=blob)
+        except GuardFailed as exc:
+            raise Conflict("the agent's key changed concurrently: try again", {}) from exc
+        except IdempotencyConflict as exc:
+            assert idempotency is not None
+            raise _key_reused(idempotency) from exc
 
     async def actor_for(self, agent_id: str, *, by: str = "") -> Actor | None:
         actor = self._agents.get(agent_id)

@@ -387,3 +387,5 @@ from events.consolidation_events import (  # noqa: E402
 )
 # The LAN replica events (registered, and re-exported here).
 from events.replica_events import ReplicaRegistered as ReplicaRegistered  # noqa: E402
+# An agent's key rotated or revoked (registered, and re-exported here).
+from events.agent_key_events import AgentKeyRevoked as AgentKeyRevoked, AgentKeyRotated as AgentKeyRotated  # noqa: E402

@@ -43,8 +43,9 @@ class WriteSideIndexes:
         return found
 
     async def agent_for_key_hash(self, key_hash: str) -> str | None:
+        """The agent holding this key (None: no agent, or a rotated or revoked key: its hash maps to "")."""
         val = await self.redis.hget(keys.AGENT_KEYS, key_hash)
-        return as_str(val) if val is not None else None
+        return (as_str(val) or None) if val is not None else None
 
     async def agent_index(self, agent_id: str) -> AgentIndex | None:
         h = hash_to_str(await self.redis.hgetall(keys.agent(agent_id)))

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from events.redis import keys
 from events.catalogue import (
-    AgentRegistered, EpisodeCommitted, MemoryCommitted, MemoryCorrected, MemoryDeleted, MemoryDeprecated, MemoryForgotten,
+    AgentKeyRevoked, AgentKeyRotated, AgentRegistered, EpisodeCommitted, MemoryCommitted, MemoryCorrected, MemoryDeleted, MemoryDeprecated, MemoryForgotten,
     MemoryMarkedStale, MemoryMerged, MemoryQualityDropped, MemoryQualityRecovered, MemoryUnmerged, ReplicaRegistered,
 )
 from events.envelope import Event
@@ -106,6 +106,12 @@ def index_ops(event: Event) -> list[HSet]:
         return [HSet(keys.memory(d.memory_id), {"notice": "1" if isinstance(d, MemoryQualityDropped) else "0"})]
     if isinstance(d, EpisodeCommitted):
         return [HSet(keys.episode(d.namespace, d.episode_id), {"fp": d.fingerprint, "agent": event.agent})]
+    if isinstance(d, AgentKeyRotated):    # the old hash maps to nobody ("" is no agent): refused at once
+        withdrawn = {d.previous_hash: ""} if d.previous_hash else {}      # none after a revocation
+        return [HSet(keys.agent(d.agent_id), {"key": d.key_hash}),
+                HSet(keys.AGENT_KEYS, {**withdrawn, d.key_hash: d.agent_id})]
+    if isinstance(d, AgentKeyRevoked):
+        return [HSet(keys.agent(d.agent_id), {"key": ""}), HSet(keys.AGENT_KEYS, {d.previous_hash: ""})]
     if isinstance(d, ReplicaRegistered):
         return [HSet(keys.replica(d.instance_id), {"key": d.key_hash})]
     if isinstance(d, AgentRegistered):

@@ -78,7 +78,7 @@ def _run(args: argparse.Namespace) -> int:
         settings = dataclasses.replace(
             settings, primary_url=args.primary.rstrip("/"), primary_redis=embedded_redis.redact(args.primary_redis),
             replica_key=env.replica_key, state_redis_url=started[-1].url, llm_endpoint=None, tick_interval_s=0,
-            run_reactions=False, run_scheduler=False)
+            run_reactions=False, run_scheduler=False, replica_auth_grace_s=env.replica_auth_grace_s)
         if refuse_outdated(settings):
             return 2
         asyncio.run(_handshake(settings))

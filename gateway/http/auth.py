@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from commands.error_codes import ErrorCode
-from gateway.http.appkeys import COMMANDS, REPLICA_OPS, SETTINGS
+from gateway.http.appkeys import COMMANDS, REPLICA, REPLICA_OPS, SETTINGS
 from gateway.http.errors import ApiError
 
 PUBLIC_PATHS = frozenset({"/health", "/api/v1/openapi.json"})
@@ -51,6 +51,12 @@ async def authenticate(request: web.Request) -> Principal:
     admin_key = request.app[SETTINGS].api_key
     if admin_key and hmac.compare_digest(key.encode(), admin_key.encode()):
         return Principal(True, None)
+    replica = request.app.get(REPLICA)
+    if replica is not None and (down := await replica.link_status.down_for_s()) > replica.auth_grace_s:
+        raise ApiError(503, ErrorCode.UNAVAILABLE,
+                       f"this replica has been cut off from its primary for {down:.0f} s (more than "
+                       f"{replica.auth_grace_s:g} s): agent keys cannot be checked here, a key may have been "
+                       "rotated or revoked meanwhile; use the primary", {"link_down_s": round(down, 1)})
     agent_id = await request.app[COMMANDS].agent_for_api_key(key)
     if agent_id is None:
         raise ApiError(401, ErrorCode.UNAUTHORIZED, "invalid API key")

@@ -18,6 +18,9 @@ def _ref(name: str) -> dict:
     return {"$ref": f"#/components/schemas/{name}"}
 
 
+_AGENT_PATH = {"name": "agent_id", "in": "path", "required": True, "schema": {"type": "string"}}
+
+
 def _json(schema: dict, description: str = "") -> dict:
     return {"description": description or "OK", "content": {"application/json": {"schema": schema}}}
 
@@ -49,6 +52,11 @@ SCHEMAS: dict[str, Any] = {
         "namespaces": {"type": "array", "items": {"type": "string"}}, "position": POSITION,
         "rate_limits": {"type": ["object", "null"], "description": "the agent's quotas, {read: {rate, burst}, "
                                                                   "write: {rate, burst}} (null: limits off)"}}},
+    "KeyRotated": {"type": "object", "properties": {
+        "agent_id": {"type": "string"}, "api_key": {"type": "string", "description": "shown once; stored hashed"},
+        "namespaces": {"type": "array", "items": {"type": "string"}}, "position": POSITION}},
+    "KeyRevoked": {"type": "object", "properties": {
+        "agent_id": {"type": "string"}, "revoked": {"type": "boolean"}, "position": POSITION}},
     "MemoryFields": {
         "content": CONTENT,
         "category": {"type": "string", "enum": list(CATEGORIES), "default": "fact"},
@@ -198,6 +206,16 @@ def openapi_document() -> dict:
                 "requestBody": {"required": True, "content": {"application/json": {"schema": _ref("RegisterRequest")}}},
                 "responses": {"201": _json(_ref("RegisterResponse"), "Registered"),
                               **_errors("400", "401", "403", "409", "413", "422")}}},
+            "/api/v1/agents/{agent_id}/rotate-key": {"post": {
+                "summary": "A new key for the agent (the admin key, or the agent's own); the old one is refused at "
+                           "once", "parameters": [_AGENT_PATH, IDEMPOTENCY],
+                "requestBody": {"required": False, "content": {"application/json": {"schema": _ref("EmptyRequest")}}},
+                "responses": {"200": _json(_ref("KeyRotated")), **_errors("401", "403", "404", "409", "422")}}},
+            "/api/v1/agents/{agent_id}/revoke": {"post": {
+                "summary": "Withdraw the agent's key (the admin key, or the agent's own): no key works for it until "
+                           "one is rotated in", "parameters": [_AGENT_PATH],
+                "requestBody": {"required": False, "content": {"application/json": {"schema": _ref("EmptyRequest")}}},
+                "responses": {"200": _json(_ref("KeyRevoked")), **_errors("401", "403", "404", "409")}}},
             "/api/v1/commit": {"post": {
                 "summary": "Store a finished memory", "parameters": [IDEMPOTENCY],
                 "requestBody": {"required": True, "content": {"application/json": {"schema": _ref("Memory")}}},

@@ -35,6 +35,8 @@ ROUTES: dict[tuple[str, str], str] = {
     ("GET", "/api/v1/admin/tombstones"): READ,
     ("GET", "/api/v1/admin/synonyms"): READ,
     ("POST", "/api/v1/agents/register"): WRITE,
+    ("POST", "/api/v1/agents/{agent_id}/rotate-key"): WRITE,
+    ("POST", "/api/v1/agents/{agent_id}/revoke"): WRITE,
     ("POST", "/api/v1/commit"): WRITE,
     ("POST", "/api/v1/batch-commit"): WRITE,
     ("DELETE", "/api/v1/distilled/{memory_id}"): WRITE,

@@ -11,6 +11,7 @@ from events.redis.store import EventStore
 from gateway.process.instance_beat import zhiyi_version
 from gateway.process.lag import lag
 from replicas.link import ReplicaLink
+from events.redis.replication_link import LinkStatus
 from replicas.observed_clock import ObservedClock
 from replicas.outbox import Outbox
 from replicas.primary_client import PrimaryClient
@@ -32,7 +33,7 @@ def build_replica(s: Services) -> ReplicaRuntime:
         return await replica_status(s)
 
     return ReplicaRuntime(client, outbox, ObservedClock(settings.instance_id), ReplicaLink(client, outbox, status),
-                          settings.primary_redis or "")
+                          settings.primary_redis or "", LinkStatus(s.store.redis), settings.replica_auth_grace_s)
 
 
 async def replication_link_of(store: EventStore) -> str:

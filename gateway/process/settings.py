@@ -73,6 +73,7 @@ class Settings:
     primary_redis: str | None = None     # the primary's Redis, without credentials (shown by /health)
     replica_key: str | None = None       # ZHIYI_REPLICA_KEY: issued by the primary's admin
     state_redis_url: str | None = None   # checkpoints, generations, recall cache (the log's Redis is read-only)
+    replica_auth_grace_s: float = 60.0   # ZHIYI_REPLICA_AUTH_GRACE_S: cut off longer, agent keys answer 503
 
     @property
     def is_replica(self) -> bool:
@@ -167,6 +168,7 @@ class Environment:
     advertise_url: str | None = None         # ZHIYI_ADVERTISE_URL
     rate_limits: RateLimits | None = field(default_factory=RateLimits)   # ZHIYI_RATE_LIMITS (off: None)
     replica_key: str | None = None           # ZHIYI_REPLICA_KEY (`zhiyi replica`)
+    replica_auth_grace_s: float = 60.0       # ZHIYI_REPLICA_AUTH_GRACE_S
 
     @classmethod
     def read(cls, environ: Mapping[str, str] | None = None) -> "Environment":
@@ -205,6 +207,7 @@ class Environment:
             advertise_url=env.get("ZHIYI_ADVERTISE_URL") or None,
             rate_limits=RateLimits.parse(env.get("ZHIYI_RATE_LIMITS")),
             replica_key=env.get("ZHIYI_REPLICA_KEY") or None,
+            replica_auth_grace_s=float(env.get("ZHIYI_REPLICA_AUTH_GRACE_S", "60")),
         )
 
     def default_instance_id(self, data_dir: Path | None = None, *, create: bool = False) -> str:

@@ -32,7 +32,8 @@ async def replica_of(aiohttp_client, redis_url, tmp_path, use_embedder):
         settings = dataclasses.replace(
             make_settings(redis_url, tmp_path), data_dir=tmp_path / "replica", instance_id="rep-t",
             primary_url=primary_url, replica_key="zrk_test", state_redis_url=redis_url.rsplit("/", 1)[0] + "/1",
-            run_reactions=False, run_scheduler=False, **overrides)
+            run_reactions=False, run_scheduler=False,
+            **{"replica_auth_grace_s": float("inf"), **overrides})   # its Redis replicates nothing: never "linked"
         app = create_app(settings, embedder=use_embedder, clock=ManualClock(int(time.time() * 1000)))
         return Api(await aiohttp_client(app))
     return start
@@ -129,3 +130,13 @@ async def test_a_replica_limits_reads_itself_and_leaves_writes_to_the_primary(ap
     assert codes == [201, 201, 201]                                      # forwarded: the primary's quota
     state = sync_redis.Redis.from_url(api.client.app[SETTINGS].redis_url.rsplit("/", 1)[0] + "/1")  # its own
     assert state.exists("zhiyi:rate:alice:read") and not state.exists("zhiyi:rate:alice:write")
+
+
+async def test_a_replica_cut_off_past_the_grace_refuses_agent_keys(api, replica_of):
+    key = await api.register("alice")
+    replica = await replica_of(_url(api), replica_auth_grace_s=0)        # its link is down (no replication)
+    status, body = await replica.call("GET", "/api/v1/stats", key)
+    assert status == 503, body
+    assert_error(body, "unavailable")
+    assert "cut off from its primary" in body["error"]["message"]
+    assert (await replica.call("GET", "/api/v1/stats"))[0] == 200      # the admin key is not an agent's

@@ -143,6 +143,12 @@ def test_read_your_writes_and_a_forwarded_write_lands_once(lan: Lan) -> None:
     assert stats["memories"]["by_namespace"]["ann-main"] == 2
     # the replica's recall audit reached the primary under the replica's origin; digests agree
     eventually_sync(lambda: _equal_digests(lan), timeout_s=30, interval_s=0.5, what="equal digests")
+    # a key rotated (through the replica, forwarded) is refused on the replica once the rotation replicated
+    status, rotated = request(lan.port_b, "POST", "/api/v1/agents/ann/rotate-key", key)
+    assert status == 200, rotated
+    eventually_sync(lambda: request(lan.port_b, "GET", "/api/v1/stats", key)[0] == 401, timeout_s=5,
+                    interval_s=0.05, what="the old key refused on the replica")
+    assert request(lan.port_b, "GET", "/api/v1/stats", rotated["api_key"])[0] == 200
     # the replica runs no reactions: the primary's reactions group has the primary's consumer only
     groups = sync_redis.Redis.from_url((lan.a / "redis_url").read_text().strip()).xinfo_consumers(
         "zhiyi:events", "reactions")

@@ -40,7 +40,11 @@ async def test_the_loader_keeps_original_ids_fields_and_indexes(redis) -> None:
     assert last == entries[-1][0] and len(stored) == len(entries)
     assert [(p.decode(), [(k.decode(), v.decode()) for k, v in f.items()]) for p, f in stored] == entries
     agents = {orjson.loads(dict(f)["d"])["agent_id"] for _, f in entries if dict(f)["t"] == "agent.registered"}
-    assert len(await redis.hgetall("zhiyi:agent-keys")) == len(agents)  # write-side indexes rebuilt
+    index = await redis.hgetall("zhiyi:agent-keys")                      # write-side indexes rebuilt: the live
+    assert {v.decode() for v in index.values() if v} == agents            # keys, and the rotated-out ones map
+    withdrawn = {orjson.loads(dict(f)["d"])["previous_hash"] for _, f in entries          # to nobody
+                 if dict(f)["t"] in ("agent.key_rotated", "agent.key_revoked")} - {""}
+    assert {k.decode() for k, v in index.items() if not v} == withdrawn
 
 
 async def test_rebuild_live_runners_and_verify_give_the_recorded_digests(redis, tmp_path: Path) -> None:
