@@ -78,11 +78,14 @@ def check_dependencies(actor: Actor, cmd: CommitMemory, known: dict[str, MemoryI
 
 def decide_commit(actor: Actor, cmd: CommitMemory, memory_id: str, known: dict[str, MemoryIndex]) -> Event:
     ns = target_namespace(actor, cmd)
+    if cmd.session_id and ns != actor.ephemeral_namespace:
+        raise InvalidCommand(f"session_id: only for commits into the agent's ephemeral namespace "
+                             f"({actor.ephemeral_namespace})", {"field": "session_id", "namespace": ns})
     check_dependencies(actor, cmd, known)
     payload = MemoryCommitted(
         memory_id=memory_id, content=cmd.content, namespace=ns, category=cmd.category,
         decay_class=cmd.decay_class, tier=cmd.tier, kind=cmd.kind, source=cmd.source,
-        tags=cmd.tags, depends_on=cmd.depends_on, derived_from=cmd.derived_from)
+        tags=cmd.tags, depends_on=cmd.depends_on, derived_from=cmd.derived_from, session_id=cmd.session_id)
     return new_event(payload, ns=ns, agent=actor.agent_id, by=actor.by)
 
 

@@ -46,6 +46,7 @@ class CommitMemory:
     tags: tuple[str, ...] = ()
     depends_on: tuple[str, ...] = ()
     derived_from: str = ""       # the episode (conversation, session, task) it came from; "" = none
+    session_id: str = ""         # an ephemeral memory's session: closing it forgets them (POST /sessions/{id}/close)
 
 
 @dataclass(frozen=True, slots=True)

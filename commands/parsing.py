@@ -34,7 +34,8 @@ RESERVED_AGENT_IDS = frozenset({"admin", "reaction", "scheduler", "system", "rep
 RESERVED_AGENT_PREFIX = "zhiyi"
 
 COMMIT_FIELDS = frozenset({"content", "category", "decay_class", "namespace", "tier", "kind", "source", "tags",
-                           "depends_on", "derived_from", "agent_id"})
+                           "depends_on", "derived_from", "session_id", "agent_id"})
+MAX_SESSION_ID_CHARS = 128
 
 
 def _fail(field: str, message: str, **extra: Any) -> InvalidCommand:
@@ -187,6 +188,7 @@ def parse_commit(body: Any, limits: Limits) -> CommitMemory:
         depends_on=str_list(body, "depends_on", max_items=limits.max_depends_on, max_chars=128,
                             pattern=MEMORY_ID_RE),
         derived_from=_derived_from(body, limits),
+        session_id=opaque_id(body, "session_id", MAX_SESSION_ID_CHARS),
     )
 
 

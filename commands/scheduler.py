@@ -28,6 +28,7 @@ import structlog
 
 from commands.decide import Decision, decide_deadline_deprecations, decide_downweights, decide_forget
 from commands.handlers import CommandService
+from commands.rules.ephemeral import DEFAULT_TTL_S, expired, of_session
 from commands.rules.forgetting import DEFAULT_CAPACITY, ForgetCandidate, choose, over_capacity
 from commands.rules.time_rules import Due, quality_deadline, stale_unrecalled
 from events.catalogue import GraphPruned, new_event
@@ -77,6 +78,7 @@ class Scheduler:
     capacity: int = DEFAULT_CAPACITY
     wait_s: float = 30.0
     rates: Any = None           # .get() -> the calibrated decay rates (projections.consolidation.reader.DecayRates)
+    ephemeral_ttl_s: float = DEFAULT_TTL_S   # ephemeral memories older than this are forgotten (0: never)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False, repr=False)
 
     async def _rows(self, namespace: str | None = None) -> list[dict[str, Any]]:
@@ -103,6 +105,8 @@ class Scheduler:
                     if r["id"] in doomed:
                         r["status"] = "deprecated"
                 forget = choose(rows, capacity, await self._degrees(rows, capacity))
+                chosen = {c.memory_id for c in forget}
+                forget += [c for c in expired(rows, now, self.ephemeral_ttl_s) if c.memory_id not in chosen]
                 return TickReport(now, deadline, stale, forget, await self._prune_plan(now), "", True)
             deprecated, p1 = await self.commands.planned(
                 lambda: self._select(quality_deadline, now), decide_deadline_deprecations, "quality_deadline")
@@ -113,8 +117,12 @@ class Scheduler:
             forgotten, p3 = await self.commands.planned(
                 lambda: self._forget_plan(capacity), lambda c: _forget_decision(c), "forget")
             await self._settle(p3 or p2 or p1)
+            expired_, p5 = await self.commands.planned(
+                lambda: self._expired_plan(now), lambda c: _forget_decision(c), "ephemeral_expiry")
+            await self._settle(p5 or p3 or p2 or p1)
             pruned, p4 = await self._prune(now) if prune else (PrunePlan(), "")
-            report = TickReport(now, deprecated, downweighted, forgotten, pruned, p4 or p3 or p2 or p1)
+            report = TickReport(now, deprecated, downweighted, forgotten + expired_, pruned,
+                                p4 or p5 or p3 or p2 or p1)
             log.info("scheduler.ticked", now_ms=now, deprecated=len(deprecated), downweighted=len(downweighted),
                      forgotten=len(forgotten), pruned_nodes=len(pruned.removed_nodes),
                      pruned_edges=len(pruned.removed_edges), position=report.position)
@@ -168,6 +176,22 @@ class Scheduler:
         if last and not await self.waiter.wait(["graph"], last, self.wait_s):
             raise SchedulerLag(last, ["graph"])
         return await asyncio.to_thread(self.graph.degrees, ids)
+
+    async def _expired_plan(self, now: int) -> list[ForgetCandidate]:
+        return expired(await self._rows(), now, self.ephemeral_ttl_s)
+
+    async def close_session(self, namespace: str, session_id: str, *, by: str = "") -> tuple[list[ForgetCandidate], str]:
+        """Forget the live memories committed into `namespace` under `session_id` (reason
+        `session_closed`); ([], "") when there are none (already closed, or an unknown session)."""
+        members = await self.store.session_members(namespace, session_id)
+        if not members:
+            return [], ""
+        async with self._lock:
+            return await self.commands.planned(lambda: self._session_plan(namespace, members),
+                                               lambda c: _forget_decision(c, by=by or "session"), "session_close")
+
+    async def _session_plan(self, namespace: str, members: list[str]) -> list[ForgetCandidate]:
+        return of_session(await self._rows(namespace), members)
 
     async def forget(self, *, capacity: int | None = None, namespace: str | None = None,
                      dry_run: bool = False, by: str = "admin") -> tuple[list[ForgetCandidate], str]:

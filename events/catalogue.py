@@ -145,6 +145,7 @@ class MemoryCommitted:
     extractor: str = ""                              # distilled: the extractor that wrote it ("" = an agent's commit)
     scores: tuple[tuple[str, float], ...] = ()       # distilled: (dimension, score) pairs, e.g. seed 3.1's IS..RU
     derived_from_memories: tuple[str, ...] = ()      # a pattern (L2): the memories it was mined from
+    session_id: str = ""                             # an ephemeral memory's session (closing it forgets it)
 
     def __post_init__(self) -> None:
         # decoded JSON gives lists; keep payloads hashable and comparable

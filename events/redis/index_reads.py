@@ -62,6 +62,10 @@ class WriteSideIndexes:
             pipe.hget(keys.episode(ns, episode_id), "fp")
         return {pair: as_str(fp) for pair, fp in zip(episodes, await pipe.execute()) if fp is not None}
 
+    async def session_members(self, namespace: str, session_id: str) -> list[str]:
+        """The memories committed into `namespace` under `session_id` (forgotten ones too)."""
+        return sorted(as_str(m) for m in await self.redis.hkeys(keys.session(namespace, session_id)))
+
     async def replica_key_hash(self, instance_id: str) -> str | None:
         """The sha256 of the replica key issued for `instance_id` (None: none issued)."""
         val = await self.redis.hget(keys.replica(instance_id), "key")

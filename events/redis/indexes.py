@@ -93,8 +93,10 @@ class Guard:
 def index_ops(event: Event) -> list[HSet]:
     d = event.data
     if isinstance(d, MemoryCommitted):
-        return [HSet(keys.memory(d.memory_id),
-                     {"version": "1", "ns": d.namespace, "agent": event.agent, "deleted": "0"})]
+        ops = [HSet(keys.memory(d.memory_id), {"version": "1", "ns": d.namespace, "agent": event.agent, "deleted": "0"})]
+        if d.session_id:
+            ops.append(HSet(keys.session(d.namespace, d.session_id), {d.memory_id: "1"}))
+        return ops
     if isinstance(d, (MemoryDeleted, MemoryForgotten)):
         return [HSet(keys.memory(d.memory_id), {"version": str(d.version), "deleted": "1"})]
     if isinstance(d, (MemoryCorrected, MemoryDeprecated, MemoryMarkedStale)):

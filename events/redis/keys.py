@@ -78,8 +78,13 @@ def episode(namespace: str, episode_id: str) -> str:
     return f"{PREFIX}ep:{namespace}:{episode_id}"
 
 
-INDEX_PATTERNS = (PREFIX + "agent:*", PREFIX + "mem:*", PREFIX + "ep:*", PREFIX + "replica:*")
+INDEX_PATTERNS = (PREFIX + "agent:*", PREFIX + "mem:*", PREFIX + "ep:*", PREFIX + "replica:*", PREFIX + "session:*")
 """Patterns of the per-entity write-side index keys (for rebuilding them)."""
+
+
+def session(namespace: str, session_id: str) -> str:
+    """Hash of one ephemeral session's memories: memory id -> "1" (closing the session forgets them)."""
+    return f"{PREFIX}session:{namespace}:{session_id}"
 
 
 def replica(instance_id: str) -> str:

@@ -71,6 +71,7 @@ def build_settings(args: argparse.Namespace, redis_url: str, *, api_key: str = "
         local_rerank=env.local_rerank,
         recall_cache_ttl_s=env.recall_cache_ttl_s,
         forget_capacity=env.forget_capacity,
+        ephemeral_ttl_s=env.ephemeral_ttl_s,
         tick_interval_s=env.tick_interval_s,
         run_projectors=run_projectors,
         run_reactions=background and not env.no_reactions,

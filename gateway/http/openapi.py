@@ -52,6 +52,12 @@ SCHEMAS: dict[str, Any] = {
         "namespaces": {"type": "array", "items": {"type": "string"}}, "position": POSITION,
         "rate_limits": {"type": ["object", "null"], "description": "the agent's quotas, {read: {rate, burst}, "
                                                                   "write: {rate, burst}} (null: limits off)"}}},
+    "SessionClose": {"type": "object", "properties": {"agent_id": {"type": "string"}},
+                     "additionalProperties": False},
+    "SessionClosed": {"type": "object", "properties": {
+        "session_id": {"type": "string"}, "namespace": {"type": "string"},
+        "forgotten": {"type": "array", "items": {"type": "string"}}, "count": {"type": "integer"},
+        "position": {"type": "string", "description": "of the last memory.forgotten ('' when none)"}}},
     "KeyRotated": {"type": "object", "properties": {
         "agent_id": {"type": "string"}, "api_key": {"type": "string", "description": "shown once; stored hashed"},
         "namespaces": {"type": "array", "items": {"type": "string"}}, "position": POSITION}},
@@ -74,7 +80,10 @@ SCHEMAS: dict[str, Any] = {
                                         "session or task (opaque, scoped to the memory's namespace; it need "
                                         "not exist anywhere else). Send the same id with every memory of one "
                                         "episode: recall's context neighbours follow it, and the graph links "
-                                        "the memory to the node episode:<namespace>:<id> (DERIVED_FROM)"}},
+                                        "the memory to the node episode:<namespace>:<id> (DERIVED_FROM)"},
+        "session_id": {**text(128, blank=False, control=False),
+                       "description": "only for commits into the agent's -ephemeral namespace: closing the session "
+                                      "(POST /api/v1/sessions/{session_id}/close) forgets its memories"}},
     "CommitResponse": {"type": "object", "properties": {
         "memory_id": {"type": "string"}, "namespace": {"type": "string"}, "version": {"type": "integer"},
         "position": POSITION, "duplicate": {"type": "boolean"},
@@ -216,6 +225,12 @@ def openapi_document() -> dict:
                            "one is rotated in", "parameters": [_AGENT_PATH],
                 "requestBody": {"required": False, "content": {"application/json": {"schema": _ref("EmptyRequest")}}},
                 "responses": {"200": _json(_ref("KeyRevoked")), **_errors("401", "403", "404", "409")}}},
+            "/api/v1/sessions/{session_id}/close": {"post": {
+                "summary": "Forget the agent's ephemeral memories committed under this session (reason "
+                           "session_closed)", "parameters": [{"name": "session_id", "in": "path", "required": True,
+                                                              "schema": {"type": "string", "maxLength": 128}}],
+                "requestBody": {"required": False, "content": {"application/json": {"schema": _ref("SessionClose")}}},
+                "responses": {"200": _json(_ref("SessionClosed")), **_errors("401", "403", "404", "504")}}},
             "/api/v1/commit": {"post": {
                 "summary": "Store a finished memory", "parameters": [IDEMPOTENCY],
                 "requestBody": {"required": True, "content": {"application/json": {"schema": _ref("Memory")}}},

@@ -82,7 +82,10 @@ SCHEMAS["TickResponse"] = {"type": "object", "properties": {
     "now": {"type": "string", "format": "date-time", "description": "the scheduler clock's now"},
     "deprecated": {**_DUE, "description": "quality deadline: still low 7 days after the notice"},
     "downweighted": {**_DUE, "description": "stale and not recalled for 180 days: importance factor 0.1"},
-    "forgotten": SCHEMAS["ForgetResponse"]["properties"]["forgotten"],
+    "forgotten": {"type": "array", "description": "the forget run, then ephemeral memories older than "
+                                                 "ZHIYI_EPHEMERAL_TTL_S", "items": {"type": "object", "properties": {
+        "memory_id": {"type": "string"}, "namespace": {"type": "string"},
+        "reason": {"type": "string", "enum": ["quality_low", "deprecated", "lru", "ephemeral_expired"]}}}},
     "pruned": {"type": "object", "description": "graph maintenance (seed 2.5.5): node and edge ids", "properties": {
         "removed_nodes": {"type": "array", "items": {"type": "string"}},
         "removed_edges": {"type": "array", "items": {"type": "string"}},
@@ -97,7 +100,7 @@ SCHEMAS["Tombstone"] = {"type": "object", "properties": {
     "original_id": {"type": "string", "description": "the evicted memory"},
     "content_snapshot": {"type": "string", "description": "its content at eviction"},
     "namespace": {"type": "string"},
-    "reason": {"type": "string", "enum": ["quality_low", "deprecated", "lru", "merged"]},
+    "reason": {"type": "string", "enum": ["quality_low", "deprecated", "lru", "merged", "session_closed", "ephemeral_expired"]},
     "merged_into": {"type": "string", "description": "the target memory when merged, else ''"},
     "deleted_at": {"type": "string", "format": "date-time",
                    "description": "time of the memory.forgotten (or memory.merged) event"},
@@ -111,7 +114,7 @@ SCHEMAS["TombstonesResponse"] = {"type": "object", "properties": {
 
 _TOMBSTONE_QUERY = [
     query("namespace", NAMESPACE), query("memory_id", _MEMORY_ID, description="the evicted memory's id"),
-    query("reason", {"type": "string", "enum": ["quality_low", "deprecated", "lru", "merged"]}),
+    query("reason", {"type": "string", "enum": ["quality_low", "deprecated", "lru", "merged", "session_closed", "ephemeral_expired"]}),
     query_int("limit", 1, MAX_TOMBSTONES, DEFAULT_LIMIT), query_int("offset", 0, MAX_OFFSET, 0),
     AFTER_QUERY, AFTER_HEADER]
 

@@ -38,6 +38,7 @@ ROUTES: dict[tuple[str, str], str] = {
     ("POST", "/api/v1/agents/{agent_id}/rotate-key"): WRITE,
     ("POST", "/api/v1/agents/{agent_id}/revoke"): WRITE,
     ("POST", "/api/v1/commit"): WRITE,
+    ("POST", "/api/v1/sessions/{session_id}/close"): WRITE,
     ("POST", "/api/v1/batch-commit"): WRITE,
     ("DELETE", "/api/v1/distilled/{memory_id}"): WRITE,
     ("POST", "/api/v1/episodes"): WRITE,

@@ -55,6 +55,7 @@ class Settings:
     conflict_auto_resolve: bool = True   # ZHIYI_CONFLICT_AUTO_RESOLVE=0: every conflict waits for a person
     recall_cache_ttl_s: int = 3600       # recall.cache_ttl_seconds; 0 disables the search cache
     forget_capacity: int = 10_000        # live memories per namespace above which a forget run evicts (LRU)
+    ephemeral_ttl_s: float = 86_400.0    # ZHIYI_EPHEMERAL_TTL_S: older ephemeral memories are forgotten (0: never)
     tick_interval_s: float = 30.0        # ZHIYI_TICK_INTERVAL_S: how often the triggers are evaluated; 0: off
     run_projectors: bool = True
     run_reactions: bool = True           # the reactions runner (policies) beside the projectors
@@ -164,6 +165,7 @@ class Environment:
     conflict_auto_resolve: bool = True       # ZHIYI_CONFLICT_AUTO_RESOLVE
     recall_cache_ttl_s: int = 3600           # ZHIYI_RECALL_CACHE_TTL
     forget_capacity: int = 10_000            # ZHIYI_FORGET_CAPACITY
+    ephemeral_ttl_s: float = 86_400.0        # ZHIYI_EPHEMERAL_TTL_S
     tick_interval_s: float = 30.0            # ZHIYI_TICK_INTERVAL_S
     advertise_url: str | None = None         # ZHIYI_ADVERTISE_URL
     rate_limits: RateLimits | None = field(default_factory=RateLimits)   # ZHIYI_RATE_LIMITS (off: None)
@@ -203,6 +205,7 @@ class Environment:
             conflict_auto_resolve=_flag(env.get("ZHIYI_CONFLICT_AUTO_RESOLVE"), default=True),
             recall_cache_ttl_s=int(env.get("ZHIYI_RECALL_CACHE_TTL", "3600")),
             forget_capacity=int(env.get("ZHIYI_FORGET_CAPACITY", "10000")),
+            ephemeral_ttl_s=float(env.get("ZHIYI_EPHEMERAL_TTL_S", "86400")),
             tick_interval_s=float(env.get("ZHIYI_TICK_INTERVAL_S", "30")),
             advertise_url=env.get("ZHIYI_ADVERTISE_URL") or None,
             rate_limits=RateLimits.parse(env.get("ZHIYI_RATE_LIMITS")),

@@ -276,7 +276,7 @@ class Services(ModelServices):
         s = self.settings
         return Scheduler(self.store, self.commands, self.memories, self.activity, self.waiter, self.clock,
                          graph=self.graph, capacity=s.forget_capacity, wait_s=s.projection_wait_s,
-                         rates=self.decay_rates)
+                         rates=self.decay_rates, ephemeral_ttl_s=s.ephemeral_ttl_s)
 
     @cached_property
     def consolidation(self) -> ConsolidationService:

@@ -20,7 +20,7 @@ from projections.core.lance_reader import TableReader
 
 TABLE = "tombstones"
 SCHEMA_VERSION = 2   # 2: restored_at (a merge undone)
-REASONS = ("quality_low", "deprecated", "lru", "merged")
+REASONS = ("quality_low", "deprecated", "lru", "merged", "session_closed", "ephemeral_expired")
 SCHEMA = pa.schema([
     ("id", pa.string()),                # uuid5 of original_id: one tombstone per memory
     ("original_id", pa.string()),       # the evicted memory

@@ -24,7 +24,8 @@ async def _replica_key(api) -> str:
 
 def _concrete(path: str) -> str:
     return path.replace("{memory_id}", "m-1").replace("{episode_id}", "ep-1").replace("{name}", "decay") \
-        .replace("{step}", "clusters").replace("{instance_id}", "rep-1").replace("{agent_id}", "alice")
+        .replace("{step}", "clusters").replace("{instance_id}", "rep-1").replace("{agent_id}", "alice") \
+        .replace("{session_id}", "s1")
 
 
 async def _raw(api, request: bytes) -> tuple[int, dict]:
