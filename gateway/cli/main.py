@@ -80,6 +80,7 @@ def build_settings(args: argparse.Namespace, redis_url: str, *, api_key: str = "
         projectors_only=only,
         log_json=env.log_json,
         advertise_url=env.advertise_url,
+        cors_origins=env.cors_origins,
         rate_limits=env.rate_limits,
     )
 

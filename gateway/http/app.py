@@ -23,6 +23,7 @@ from gateway.http.appkeys import (
 from gateway.http.auth import PRINCIPAL, auth_middleware
 from gateway.http.epoch_guard import epoch_middleware
 from gateway.http.errors import error_middleware
+from gateway.http.cors import cors_middleware
 from gateway.http.forwarding import forward_middleware
 from gateway.http.rate_limit import rate_limit_middleware
 from gateway.http.request_schema import unknown_query_middleware
@@ -58,7 +59,7 @@ def create_app(settings: Settings, *, embedder=None, clock=None) -> web.Applicat
     app = web.Application(
         client_max_size=settings.max_body_bytes,
         # a replica forwards its writes before they are guarded or authenticated (the primary does both)
-        middlewares=[access_log_middleware, error_middleware,
+        middlewares=[cors_middleware, access_log_middleware, error_middleware,
                      *([forward_middleware] if settings.is_replica else []),
                      epoch_middleware, auth_middleware, rate_limit_middleware, unknown_query_middleware],
     )

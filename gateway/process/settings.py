@@ -69,6 +69,7 @@ class Settings:
     rate_limits: RateLimits | None = None  # per-agent token buckets (ZHIYI_RATE_LIMITS; None: off — the CLI's
                                            # default is the seed's quotas, a Settings built in code has none)
     advertise_url: str | None = None     # ZHIYI_ADVERTISE_URL: this process's HTTP URL in /api/v1/instances
+    cors_origins: tuple[str, ...] = ()   # ZHIYI_CORS_ORIGINS: origins browsers may call from (("*",): any; (): none)
     # a LAN replica (`zhiyi replica`): its primary, and its own Redis for what is not the log's
     primary_url: str | None = None       # the primary's HTTP base URL (writes are forwarded to it)
     primary_redis: str | None = None     # the primary's Redis, without credentials (shown by /health)
@@ -106,6 +107,15 @@ class Settings:
     def embedding_cache_path(self) -> Path:
         # outside any projection dir, so rebuilds stay warm
         return self.data_dir / "cache" / "embeddings.sqlite"
+
+
+def parse_origins(text: str | None) -> tuple[str, ...]:
+    """`ZHIYI_CORS_ORIGINS`: () when unset; ("*",) for any origin; else the listed origins (scheme://host[:port])."""
+    origins = tuple(o.strip().rstrip("/") for o in (text or "").split(",") if o.strip())
+    for origin in origins:
+        if origin != "*" and not origin.startswith(("http://", "https://")):
+            raise ValueError(f"ZHIYI_CORS_ORIGINS: {origin!r} is not an origin (http(s)://host[:port]) or *")
+    return origins
 
 
 def child_environment(**extra: str) -> dict[str, str]:
@@ -168,6 +178,7 @@ class Environment:
     ephemeral_ttl_s: float = 86_400.0        # ZHIYI_EPHEMERAL_TTL_S
     tick_interval_s: float = 30.0            # ZHIYI_TICK_INTERVAL_S
     advertise_url: str | None = None         # ZHIYI_ADVERTISE_URL
+    cors_origins: tuple[str, ...] = ()       # ZHIYI_CORS_ORIGINS
     rate_limits: RateLimits | None = field(default_factory=RateLimits)   # ZHIYI_RATE_LIMITS (off: None)
     replica_key: str | None = None           # ZHIYI_REPLICA_KEY (`zhiyi replica`)
     replica_auth_grace_s: float = 60.0       # ZHIYI_REPLICA_AUTH_GRACE_S
@@ -208,6 +219,7 @@ class Environment:
             ephemeral_ttl_s=float(env.get("ZHIYI_EPHEMERAL_TTL_S", "86400")),
             tick_interval_s=float(env.get("ZHIYI_TICK_INTERVAL_S", "30")),
             advertise_url=env.get("ZHIYI_ADVERTISE_URL") or None,
+            cors_origins=parse_origins(env.get("ZHIYI_CORS_ORIGINS")),
             rate_limits=RateLimits.parse(env.get("ZHIYI_RATE_LIMITS")),
             replica_key=env.get("ZHIYI_REPLICA_KEY") or None,
             replica_auth_grace_s=float(env.get("ZHIYI_REPLICA_AUTH_GRACE_S", "60")),
