@@ -28,7 +28,7 @@ from gateway.http.forwarding import forward_middleware
 from gateway.http.rate_limit import rate_limit_middleware
 from gateway.http.request_schema import unknown_query_middleware
 from gateway.http.handlers import (
-    admin, agents, conflicts, consolidation, episodes, evaluation, feedback, graph, instances, memories, metrics,
+    admin, agents, audit_log, conflicts, consolidation, episodes, evaluation, feedback, graph, instances, memories, metrics,
     prometheus, recall, replicas, sessions, synonyms, system, tombstones,
 )
 from gateway.process.instance_beat import beat_until
@@ -69,7 +69,7 @@ def create_app(settings: Settings, *, embedder=None, clock=None) -> web.Applicat
     app[CLOCK] = clock if clock is not None else SystemClock()
     app[TELEMETRY] = Telemetry()
     app.cleanup_ctx.append(services)
-    for module in (system, agents, memories, episodes, feedback, admin, tombstones, recall, synonyms, evaluation,
+    for module in (system, audit_log, agents, memories, episodes, feedback, admin, tombstones, recall, synonyms, evaluation,
                    graph, conflicts, consolidation, metrics, prometheus, instances, replicas, sessions):
         app.add_routes(module.routes())
     return app

@@ -58,6 +58,13 @@ SCHEMAS: dict[str, Any] = {
         "session_id": {"type": "string"}, "namespace": {"type": "string"},
         "forgotten": {"type": "array", "items": {"type": "string"}}, "count": {"type": "integer"},
         "position": {"type": "string", "description": "of the last memory.forgotten ('' when none)"}}},
+    "AuditPage": {"type": "object", "properties": {
+        "events": {"type": "array", "items": {"type": "object", "properties": {
+            "position": POSITION, "type": {"type": "string"}, "v": {"type": "integer"}, "ns": {"type": "string"},
+            "agent": {"type": "string"}, "by": {"type": "string"}, "origin": {"type": "string"},
+            "cause": {"type": "string"}, "hlc": {"type": "string"}, "at": {"type": ["string", "null"]},
+            "data": {"type": "object"}}}},
+        "next": {"type": ["string", "null"], "description": "the cursor of the next page; null: the end"}}},
     "KeyRotated": {"type": "object", "properties": {
         "agent_id": {"type": "string"}, "api_key": {"type": "string", "description": "shown once; stored hashed"},
         "namespaces": {"type": "array", "items": {"type": "string"}}, "position": POSITION}},
@@ -231,6 +238,17 @@ def openapi_document() -> dict:
                                                               "schema": {"type": "string", "maxLength": 128}}],
                 "requestBody": {"required": False, "content": {"application/json": {"schema": _ref("SessionClose")}}},
                 "responses": {"200": _json(_ref("SessionClosed")), **_errors("401", "403", "404", "504")}}},
+            "/api/v1/admin/audit": {"get": {
+                "summary": "Who did what (admin): the log's events, oldest first, a page at a time",
+                "parameters": [
+                    query("type", {"type": "string"}, description="event types or prefixes (memory.*), comma-separated"),
+                    query("namespace", {"type": "string"}, description="comma-separated"),
+                    query("agent_id", {"type": "string"}, description="the acting agents, comma-separated"),
+                    query("since", {"type": "string"}, description="ISO 8601, or 15m / 2h / 7d ago"),
+                    query("until", {"type": "string"}, description="ISO 8601, or 15m / 2h / 7d ago"),
+                    query("cursor", POSITION, description="the `next` of the previous page"),
+                    query_int("limit", 1, 1000, 100)],
+                "responses": {"200": _json(_ref("AuditPage")), **_errors("401", "403")}}},
             "/api/v1/commit": {"post": {
                 "summary": "Store a finished memory", "parameters": [IDEMPOTENCY],
                 "requestBody": {"required": True, "content": {"application/json": {"schema": _ref("Memory")}}},

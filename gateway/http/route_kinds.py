@@ -33,6 +33,7 @@ ROUTES: dict[tuple[str, str], str] = {
     ("GET", "/api/v1/consolidation"): READ,
     ("GET", "/api/v1/eval/history"): READ,
     ("GET", "/api/v1/admin/tombstones"): READ,
+    ("GET", "/api/v1/admin/audit"): READ,
     ("GET", "/api/v1/admin/synonyms"): READ,
     ("POST", "/api/v1/agents/register"): WRITE,
     ("POST", "/api/v1/agents/{agent_id}/rotate-key"): WRITE,
