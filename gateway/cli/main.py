@@ -321,6 +321,9 @@ def parser(env: Environment | None = None) -> argparse.ArgumentParser:
     from gateway.cli.replica import add_replica_parser
 
     add_replica_parser(sub, parents=[common, http])
+    from gateway.cli.backup import add_backup_parsers
+
+    add_backup_parsers(sub, parents=[common])
     return p
 
 

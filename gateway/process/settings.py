@@ -182,6 +182,7 @@ class Environment:
     rate_limits: RateLimits | None = field(default_factory=RateLimits)   # ZHIYI_RATE_LIMITS (off: None)
     replica_key: str | None = None           # ZHIYI_REPLICA_KEY (`zhiyi replica`)
     replica_auth_grace_s: float = 60.0       # ZHIYI_REPLICA_AUTH_GRACE_S
+    backup_dir: str | None = None            # ZHIYI_BACKUP_DIR (`zhiyi backup --to`; else <data-dir>/backups)
 
     @classmethod
     def read(cls, environ: Mapping[str, str] | None = None) -> "Environment":
@@ -223,6 +224,7 @@ class Environment:
             rate_limits=RateLimits.parse(env.get("ZHIYI_RATE_LIMITS")),
             replica_key=env.get("ZHIYI_REPLICA_KEY") or None,
             replica_auth_grace_s=float(env.get("ZHIYI_REPLICA_AUTH_GRACE_S", "60")),
+            backup_dir=env.get("ZHIYI_BACKUP_DIR") or None,
         )
 
     def default_instance_id(self, data_dir: Path | None = None, *, create: bool = False) -> str:
