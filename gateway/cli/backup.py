@@ -38,6 +38,7 @@ from typing import Any, Iterator
 import orjson
 
 from events.redis.log_export import Entry
+from gateway.cli.backup_retention import Kept, keep
 
 CHUNK_EVENTS = 10_000
 MANIFEST = "manifest.json"
@@ -56,6 +57,9 @@ def add_backup_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None
                     help="directory of the archives (default ZHIYI_BACKUP_DIR, else <data-dir>/backups)")
     bp.add_argument("--incremental", action="store_true",
                     help="only the events after the newest archive of the directory (its base)")
+    bp.add_argument("--prune", action="store_true",
+                    help="take no backup: delete the archives retention does not keep (7 daily + 4 weekly, "
+                         "and every base a kept incremental needs)")
     bp.add_argument("--json", action="store_true")
     bp.set_defaults(func=cmd_backup)
     rp = sub.add_parser("restore", parents=parents,
@@ -71,6 +75,8 @@ def cmd_backup(args: argparse.Namespace) -> int:
     from gateway.cli.main import _redis_url, build_settings
     from gateway.process.settings import absolute_path
 
+    if args.prune:
+        return _prune(absolute_path(args.to or args.env.backup_dir or Path(args.data_dir) / "backups"), args.json)
     settings = build_settings(args, _redis_url(args))
     target = absolute_path(args.to or args.env.backup_dir or settings.data_dir / "backups")
     try:
@@ -84,6 +90,25 @@ def cmd_backup(args: argparse.Namespace) -> int:
     else:
         print(f"{result['backup_id']}  kind={result['kind']}  position={result['position']}  "
               f"events={result['events']}  path={result['path']}  bytes={result['bytes']}")
+    return 0
+
+
+def _prune(directory: Path, as_json: bool) -> int:
+    """Delete the archives retention does not keep (gateway.cli.backup_retention)."""
+    try:
+        found = archives(directory)
+    except BackupError as exc:
+        print(f"zhiyi backup --prune: {exc}", file=sys.stderr)
+        return 2
+    records = [Kept(a.backup_id, datetime.fromisoformat(str(a.manifest["created_at"]).replace("Z", "+00:00")),
+                    str(a.manifest.get("base") or "")) for a in found]
+    kept = keep(records, datetime.now(timezone.utc))
+    deleted = [a for a in found if a.backup_id not in kept]
+    for a in deleted:
+        a.path.unlink(missing_ok=True)
+    result = {"directory": str(directory), "kept": sorted(kept), "deleted": [a.backup_id for a in deleted]}
+    print(orjson.dumps(result).decode() if as_json else
+          f"kept {len(kept)} archives, deleted {len(deleted)} in {directory}")
     return 0
 
 

@@ -69,24 +69,17 @@ def _upstream_parser():
 def test_every_service_runs_a_command_that_exists(unit: Path) -> None:
     execs = parse_unit(unit)["Service"]["ExecStart"]
     assert execs
-    not_yet = []
     for line in execs:
         argv = shlex.split(line.lstrip("-"))
         if argv[0] == ZHIYI_BIN:
             command = argv[1]
             commands = next(a.choices for a in parser()._actions if isinstance(a, argparse._SubParsersAction))
             if command not in commands:
-                if command == "backup":   # the unit came first (issue 18 part 1)
-                    not_yet.append("`zhiyi backup` does not exist yet")
-                    continue
                 pytest.fail(f"{unit.name}: `zhiyi {command}` is not a zhiyi command ({', '.join(sorted(commands))})")
             try:
                 with contextlib.redirect_stderr(io.StringIO()) as err:
                     parser().parse_args(argv[1:])
             except SystemExit:
-                if argv[1:3] == ["backup", "--prune"]:   # the unit came first (issue 18 part 1)
-                    not_yet.append("`zhiyi backup --prune` does not exist yet")
-                    continue
                 pytest.fail(f"{unit.name}: zhiyi refuses the arguments {argv[1:]}: {err.getvalue().strip()}")
         elif argv[:2] == ["/usr/bin/python3", UPSTREAM_SCRIPT]:
             try:
@@ -95,8 +88,6 @@ def test_every_service_runs_a_command_that_exists(unit: Path) -> None:
                 pytest.fail(f"{unit.name}: zhiyi-upstream.py refuses the arguments {argv[2:]}")
         else:
             pytest.fail(f"{unit.name}: runs {argv[0]}, neither zhiyi nor deploy/zhiyi-upstream.py")
-    if not_yet:
-        pytest.skip(f"{unit.name}: {'; '.join(not_yet)} (issue 18 part 1); every other step checked")
 
 
 @pytest.mark.parametrize("name", ZHIYI_SERVERS)
@@ -128,7 +119,7 @@ def test_the_backup_timer_runs_daily_and_catches_up() -> None:
     assert timer["Timer"]["OnCalendar"] == ["daily"] and timer["Timer"]["Persistent"] == ["true"]
     assert timer["Install"]["WantedBy"] == ["timers.target"]
     backup = parse_unit(DEPLOY / "zhiyi-backup.service")["Service"]["ExecStart"]
-    assert [shlex.split(line)[1:3] for line in backup] == [["backup", "--data-dir"]]   # retention: not built yet
+    assert [shlex.split(line)[1:3] for line in backup] == [["backup", "--data-dir"], ["backup", "--prune"]]
 
 
 @pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed")
