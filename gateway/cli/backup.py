@@ -38,7 +38,6 @@ from typing import Any, Iterator
 import orjson
 
 from events.redis.log_export import Entry
-from gateway.cli.backup_retention import Kept, keep
 
 CHUNK_EVENTS = 10_000
 MANIFEST = "manifest.json"
@@ -76,7 +75,9 @@ def cmd_backup(args: argparse.Namespace) -> int:
     from gateway.process.settings import absolute_path
 
     if args.prune:
-        return _prune(absolute_path(args.to or args.env.backup_dir or Path(args.data_dir) / "backups"), args.json)
+        from gateway.cli.backup_prune import prune
+
+        return prune(absolute_path(args.to or args.env.backup_dir or Path(args.data_dir) / "backups"), args.json)
     settings = build_settings(args, _redis_url(args))
     target = absolute_path(args.to or args.env.backup_dir or settings.data_dir / "backups")
     try:
@@ -90,25 +91,6 @@ def cmd_backup(args: argparse.Namespace) -> int:
     else:
         print(f"{result['backup_id']}  kind={result['kind']}  position={result['position']}  "
               f"events={result['events']}  path={result['path']}  bytes={result['bytes']}")
-    return 0
-
-
-def _prune(directory: Path, as_json: bool) -> int:
-    """Delete the archives retention does not keep (gateway.cli.backup_retention)."""
-    try:
-        found = archives(directory)
-    except BackupError as exc:
-        print(f"zhiyi backup --prune: {exc}", file=sys.stderr)
-        return 2
-    records = [Kept(a.backup_id, datetime.fromisoformat(str(a.manifest["created_at"]).replace("Z", "+00:00")),
-                    str(a.manifest.get("base") or "")) for a in found]
-    kept = keep(records, datetime.now(timezone.utc))
-    deleted = [a for a in found if a.backup_id not in kept]
-    for a in deleted:
-        a.path.unlink(missing_ok=True)
-    result = {"directory": str(directory), "kept": sorted(kept), "deleted": [a.backup_id for a in deleted]}
-    print(orjson.dumps(result).decode() if as_json else
-          f"kept {len(kept)} archives, deleted {len(deleted)} in {directory}")
     return 0
 
 

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 import orjson
 
 from gateway.cli.backup_retention import Kept, keep
-from gateway.cli.backup import _prune
+from gateway.cli.backup_prune import prune as _prune
 
 NOW = datetime(2026, 12, 5, 12, 0, tzinfo=timezone.utc)
 
@@ -52,3 +52,17 @@ def test_prune_deletes_what_is_not_kept(tmp_path, capsys) -> None:
     left = sorted(p.name for p in tmp_path.glob("zhiyi-*.tar"))
     assert left == [f"zhiyi-{k}.tar" for k in result["kept"]] and "b00" in result["kept"]
     assert result["deleted"] and len(left) + len(result["deleted"]) == 10
+
+
+def test_prune_uses_zhiyi_backup_dir(tmp_path, capsys) -> None:
+    from gateway.cli.backup import cmd_backup
+    from gateway.cli.main import parser
+    from gateway.process.settings import Environment
+
+    env = Environment.read({"ZHIYI_BACKUP_DIR": str(tmp_path)})
+    assert env.backup_dir == str(tmp_path)
+    _archive(tmp_path, "only", datetime.now(timezone.utc))
+    args = parser(env).parse_args(["backup", "--prune", "--json", "--data-dir", str(tmp_path / "d")])
+    args.env = env
+    assert cmd_backup(args) == 0
+    assert orjson.loads(capsys.readouterr().out)["kept"] == ["only"] and (tmp_path / "zhiyi-only.tar").exists()
