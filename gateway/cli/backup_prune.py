@@ -9,7 +9,7 @@ from pathlib import Path
 
 import orjson
 
-from gateway.cli.backup import BackupError, archives
+from gateway.backup.archive import BackupError, archives
 from gateway.cli.backup_retention import Kept, keep
 
 

@@ -295,6 +295,22 @@ class LanceTable:
         await table.checkout_latest()
         return await table.query().select(columns).to_arrow()
 
+    async def readable_at(self, version: int) -> bool:
+        """Whether every row of `version` can be read (its manifest and data files all present):
+        the key column scanned, strictly at that version (no fallback to the latest)."""
+        db = await self._connect()
+        try:
+            pinned = await db.open_table(self.name, version=version)
+        except Exception:  # noqa: BLE001 - pruned or unknown version
+            return False
+        try:
+            await pinned.query().select([self.key]).to_arrow()
+            return True
+        except Exception:  # noqa: BLE001 - a data file of the version is missing
+            return False
+        finally:
+            pinned.close()
+
     async def close(self) -> None:
         if self._table is not None:
             self._table.close()

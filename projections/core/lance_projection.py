@@ -79,6 +79,20 @@ class LanceProjection:
                                       f"(version {ck.table_version}, position {ck.position}): rebuild it")
         return ck.position if ck else None
 
+    async def readable_as_checkpointed(self) -> bool:
+        """Whether the table as of the checkpointed version can be read in full (a copy of the
+        directory taken while a writer went on, say); True when there is nothing checkpointed."""
+        ck = await asyncio.to_thread(checkpoint_file.load, self.directory)
+        if ck is None or ck.table_version is None:
+            return True
+        return await self._table.readable_at(ck.table_version)
+
+    async def close(self) -> None:
+        """Close the table; release the writer lock (when held)."""
+        await self._table.close()
+        self._lock.release()
+        self._recovered = False
+
     async def _save_checkpoint(self, ck: Checkpoint) -> None:
         """Overridable seam (tests simulate a crash between the rows and the checkpoint)."""
         await asyncio.to_thread(checkpoint_file.save, self.directory, ck)
@@ -165,7 +179,3 @@ class TableProjection(LanceProjection):
         await self._keep_checkpoint_after_optimize(ck, before, version)
         log.info(f"{self.name}.optimized", version=version, stats=str(stats))
 
-    async def close(self) -> None:
-        await self._table.close()
-        self._lock.release()
-        self._recovered = False

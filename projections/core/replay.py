@@ -72,6 +72,14 @@ async def rebuild(store: EventStore, directory: Path, embedder: Any,
     recorded with the projections (projections.core.epoch) when the log has one.
     """
     _require_empty(Path(directory))
+    return await fold_on(store, directory, embedder, until, batch_size=batch_size)
+
+
+async def fold_on(store: EventStore, directory: Path, embedder: Any,
+                  until: str | None | dict[str, str | None] = None, *,
+                  batch_size: int = REBUILD_BATCH) -> dict[str, ProjectionDigest]:
+    """Fold the log into the projectors under `directory`, each from its own checkpoint (the start
+    for a fresh one: `rebuild`; a restored copy's position for an archived one), as `rebuild` says."""
     epoch = await store.log_epoch()
     projectors = make_projectors(Path(directory), embedder, offline=True)
     out: dict[str, ProjectionDigest] = {}

@@ -121,9 +121,14 @@ async def test_backup_while_committing_then_full_and_incremental_restores(api, r
     with tarfile.open(path) as tar:
         names = tar.getnames()
         manifest = orjson.loads(tar.extractfile("manifest.json").read())  # type: ignore[union-attr]
-    assert {"manifest.json", "log/000001.jsonl.gz", "embeddings.sqlite"} <= set(names)
+    assert {"manifest.json", "log/000001.jsonl.gz", "embeddings.sqlite", "projections/memories/checkpoint.json",
+            "projections/graph/graph.db"} <= set(names), names
     assert manifest["position"] == p1 and manifest["from_position"] == "" and manifest["base"] is None
     assert manifest["chunks"][0]["last"] == p1 and manifest["epoch"] and manifest["hlc"]
+    copies = {c["name"]: c for c in manifest["projections"]}     # copies of the live projections, as checkpointed
+    assert copies["memories"]["kind"] == "lance" and copies["graph"]["kind"] == "sqlite"
+    assert all(c["position"] is None or c["position"] <= p1 for c in copies.values())
+    assert {f["name"] for f in manifest["files"]} >= {"embeddings.sqlite", "projections/memories/checkpoint.json"}
 
     target1 = fresh_redis("restore-1")
     t0 = time.monotonic()
@@ -133,6 +138,9 @@ async def test_backup_while_committing_then_full_and_incremental_restores(api, r
     assert rc == 0, err
     restored = orjson.loads(out)
     assert restored["position"] == p1 and restored["events"] == full["events"] and restored["embeddings_restored"]
+    assert restored["projections_from_archive"] and restored["rebuilt_because"] is None
+    folded = {row["projection"]: row["events"] for row in restored["projections"]}
+    assert folded["memories"] < full["events"]      # folded on from the copy, not from the start
     t1 = target1.client()
     assert _log(t1) == _log(source, p1)          # original ids, raw fields, in order
     assert t1.get("zhiyi:epoch") == source.get("zhiyi:epoch")
@@ -163,6 +171,7 @@ async def test_backup_while_committing_then_full_and_incremental_restores(api, r
     assert rc == 0, err
     restored2 = orjson.loads(out)
     assert restored2["chain"] == [full["backup_id"], incr["backup_id"]] and restored2["position"] == p2
+    assert restored2["projections_from_archive"]    # the full one's copies, folded on over both logs
     assert _log(target2.client()) == _log(source, p2)
     rc, out, err = await _cli("replay", *common, "--into", str(tmp_path / "until-p2"), "--until", p2, "--json")
     assert rc == 0 and _digests(out) == _digests(orjson.dumps(restored2).decode()), err
@@ -210,3 +219,67 @@ async def test_corrupt_chunk_is_named_and_a_non_empty_redis_refused(api, redis_u
     # an incremental with no archive in the directory: refused
     rc, out, err = await _cli("backup", *common, "--to", str(tmp_path / "none"), "--incremental")
     assert rc == 2 and "no archive" in err
+
+
+async def test_restore_force_rebuild_and_a_corrupt_projection_copy(api, redis_url, fresh_redis, tmp_path):
+    """`--rebuild` gives the digests the archived copies give; `--force` replaces a Redis's log and
+    keeps the data dir's projections aside; a corrupt projection file is named, nothing loaded."""
+    source = sync_redis.Redis.from_url(redis_url)
+    common = ["--data-dir", str(tmp_path / "data"), "--redis-url", redis_url]
+    key = await api.register("carol")
+    await _commit_some(api, key, 5, "carol's note")
+    await api.settle()
+    rc, out, err = await _cli("backup", *common, "--json")
+    assert rc == 0, err
+    first = orjson.loads(out)
+
+    target = fresh_redis("restore-a")
+    rc, out, err = await _cli("restore", first["path"], "--data-dir", str(tmp_path / "ra"), "--redis-url", target.url,
+                              "--json")
+    assert rc == 0, err
+    archived = orjson.loads(out)
+    assert archived["projections_from_archive"]
+    rebuilt_redis = fresh_redis("restore-b")
+    rc, out, err = await _cli("restore", first["path"], "--rebuild", "--data-dir", str(tmp_path / "rb"),
+                              "--redis-url", rebuilt_redis.url, "--json")
+    assert rc == 0, err
+    rebuilt = orjson.loads(out)
+    assert not rebuilt["projections_from_archive"] and rebuilt["rebuilt_because"] == "--rebuild"
+    assert _digests(out) == _digests(orjson.dumps(archived).decode())
+    assert {r["projection"]: r["events"] for r in rebuilt["projections"]}["metrics"] == first["events"]
+
+    # --force: the target Redis holds a log and the data dir projections; a newer archive replaces both
+    await _commit_some(api, key, 3, "carol's later note")
+    await api.settle()
+    rc, out, err = await _cli("backup", *common, "--json")
+    assert rc == 0, err
+    second = orjson.loads(out)
+    rc, _, err = await _cli("restore", second["path"], "--data-dir", str(tmp_path / "ra"), "--redis-url", target.url)
+    assert rc == 2 and "holds projections" in err
+    rc, out, err = await _cli("restore", second["path"], "--force", "--data-dir", str(tmp_path / "ra"),
+                              "--redis-url", target.url, "--json")
+    assert rc == 0, err
+    forced = orjson.loads(out)
+    assert forced["position"] == second["position"] and _log(target.client()) == _log(source, second["position"])
+    kept = list((tmp_path / "ra").glob("projections.before-restore-*"))
+    assert len(kept) == 1 and (kept[0] / "memories" / "checkpoint.json").exists()
+    rc, out, err = await _cli("replay", *common, "--into", str(tmp_path / "until-second"), "--until",
+                              second["position"], "--json")
+    assert rc == 0 and _digests(out) == _digests(orjson.dumps(forced).decode()), err
+
+    # a byte flipped in a projection file: named, exit 2, nothing loaded
+    bad_dir = tmp_path / "corrupt"
+    bad_dir.mkdir()
+    bad = bad_dir / Path(first["path"]).name
+    shutil.copy(first["path"], bad)
+    with tarfile.open(bad) as tar:
+        member = tar.getmember("projections/graph/graph.db")
+    with open(bad, "r+b") as fh:
+        fh.seek(member.offset_data + member.size // 2)
+        byte = fh.read(1)
+        fh.seek(-1, 1)
+        fh.write(bytes([byte[0] ^ 0xFF]))
+    empty = fresh_redis("restore-c")
+    rc, _, err = await _cli("restore", str(bad), "--data-dir", str(tmp_path / "rc"), "--redis-url", empty.url)
+    assert rc == 2 and "projections/graph/graph.db" in err and "corrupt" in err, err
+    assert empty.client().xlen(STREAM) == 0

@@ -257,7 +257,8 @@ async def test_backup_and_restore_run_as_the_zhiyi_user(server, tmp_path):
     of this configuration loads it (XLEN, XADD with ids, SET, HSET, XGROUP CREATE/SETID) and rebuilds
     the indexes, all as `zhiyi`."""
     from events.redis.log_loader import load_log
-    from gateway.cli.backup import backup, chain, entries
+    from gateway.backup.archive import chain, entries
+    from gateway.backup.writer import backup
 
     redis = connect(server.url())
     try:
@@ -266,7 +267,7 @@ async def test_backup_and_restore_run_as_the_zhiyi_user(server, tmp_path):
             await store.append([new_event(SynonymAdded(term, ("alias",), "shared"), ns="shared", agent="admin",
                                           by="admin")])
         await ConsumerGroup(redis, keys.REACTIONS_GROUP, "worker").create()
-        made = await backup(server.url(), tmp_path / "backups", tmp_path / "no-cache.sqlite", incremental=False)
+        made = await backup(redis, tmp_path / "backups", None, tmp_path / "no-cache.sqlite", incremental=False)
         assert made["events"] == 3
     finally:
         await redis.aclose()
