@@ -37,6 +37,7 @@ class ErrorCode(StrEnum):
     AGENT_EXISTS = "agent_exists"
     NAMESPACE_TAKEN = "namespace_taken"
     EPISODE_EXISTS = "episode_exists"
+    BACKUP_RUNNING = "backup_running"
     # 413 / 415 / 422
     PAYLOAD_TOO_LARGE = "payload_too_large"
     UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"

@@ -3,7 +3,8 @@ a transient Redis failure for the background loops."""
 
 from __future__ import annotations
 
-from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio import BlockingConnectionPool
+from redis.asyncio import Redis as Redis  # re-exported: the client type, for modules outside events/redis/
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ReadOnlyError, TryAgainError
 from redis.exceptions import TimeoutError as RedisTimeoutError

@@ -82,6 +82,7 @@ def build_settings(args: argparse.Namespace, redis_url: str, *, api_key: str = "
         advertise_url=env.advertise_url,
         cors_origins=env.cors_origins,
         rate_limits=env.rate_limits,
+        backup_dir=Path(env.backup_dir) if env.backup_dir else None,
     )
 
 

@@ -12,9 +12,10 @@ from aiohttp import web
 
 from events import positions
 from events.clock import SystemClock
+from gateway.backup.jobs import BackupJobs
 from gateway.http.telemetry import Telemetry
 from gateway.http.appkeys import (
-    ACTIVITY, AUDIT, BACKGROUND, CLOCK, COMMANDS, CONFLICT_COMMANDS, CONFLICTS, CONSOLIDATION, CONSOLIDATION_READER,
+    ACTIVITY, AUDIT, BACKGROUND, BACKUPS, CLOCK, COMMANDS, CONFLICT_COMMANDS, CONFLICTS, CONSOLIDATION, CONSOLIDATION_READER,
     DISTILL_BATCHER, EMBEDDER, EPISODE_COMMANDS, EPISODES, EPOCH_GUARD, EVAL, GRAPH, METRICS, PROJECTORS, QUERIES,
     REACTIONS,
     RATE_LIMITER, READER, RECALL, RECALL_CACHE, REPLICA, REPLICA_OPS, RERANKER, RUNNER_TASKS, SCHEDULER, SETTINGS, STOPPING, STORE, SYNONYMS, TOMBSTONES,
@@ -28,7 +29,7 @@ from gateway.http.forwarding import forward_middleware
 from gateway.http.rate_limit import rate_limit_middleware
 from gateway.http.request_schema import unknown_query_middleware
 from gateway.http.handlers import (
-    admin, agents, audit_log, conflicts, consolidation, episodes, evaluation, feedback, graph, instances, memories, metrics,
+    admin, agents, audit_log, backups, conflicts, consolidation, episodes, evaluation, feedback, graph, instances, memories, metrics,
     prometheus, recall, replicas, sessions, synonyms, system, tombstones,
 )
 from gateway.process.instance_beat import beat_until
@@ -70,7 +71,7 @@ def create_app(settings: Settings, *, embedder=None, clock=None) -> web.Applicat
     app[TELEMETRY] = Telemetry()
     app.cleanup_ctx.append(services)
     for module in (system, audit_log, agents, memories, episodes, feedback, admin, tombstones, recall, synonyms, evaluation,
-                   graph, conflicts, consolidation, metrics, prometheus, instances, replicas, sessions):
+                   graph, conflicts, consolidation, metrics, prometheus, instances, replicas, sessions, backups):
         app.add_routes(module.routes())
     return app
 
@@ -92,8 +93,11 @@ async def services(app: web.Application) -> AsyncIterator[None]:
         app[METRICS], app[REPLICA_OPS], app[REPLICA] = s.metrics, s.replica_ops, s.replica
         app[RATE_LIMITER] = s.rate_limiter
         app[BACKGROUND], app[STOPPING], app[RUNNER_TASKS] = s.background, s.stopping, s.runner_tasks
+        app[BACKUPS] = BackupJobs(s.store.redis, app[SETTINGS].backups_path, app[SETTINGS].data_dir,
+                                  app[SETTINGS].embedding_cache_path)
         _start_runners(s)
         yield
+        await app[BACKUPS].stop()
 
 
 def _start_runners(s: Services) -> None:

@@ -26,6 +26,7 @@ from events.clock import Clock
 from events.redis.answer_cache import RecallCache
 from events.redis.store import EventStore
 from gateway.http.audit import AuditWriter
+from gateway.backup.jobs import BackupJobs
 from gateway.process.queries import Queries
 from gateway.process.settings import Settings
 from projections.activity.reader import ActivityReader
@@ -80,4 +81,5 @@ PROJECTORS: web.AppKey[list[str]] = web.AppKey("projectors")  # names of the pro
 BACKGROUND: web.AppKey[set[asyncio.Task]] = web.AppKey("background")  # fire-and-forget (recall.served), drained
 RUNNER_TASKS: web.AppKey[list[asyncio.Task]] = web.AppKey("runner_tasks")
 STOPPING = web.AppKey("stopping", asyncio.Event)
+BACKUPS = web.AppKey("backups", BackupJobs)     # POST /api/v1/admin/backup: archives written in the background
 EPOCH_GUARD: web.AppKey[EpochGuard] = web.AppKey("epoch_guard")  # log_reset, checked before auth

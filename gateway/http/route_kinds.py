@@ -34,6 +34,8 @@ ROUTES: dict[tuple[str, str], str] = {
     ("GET", "/api/v1/eval/history"): READ,
     ("GET", "/api/v1/admin/tombstones"): READ,
     ("GET", "/api/v1/admin/audit"): READ,
+    ("GET", "/api/v1/admin/backups"): READ,
+    ("POST", "/api/v1/admin/backup"): READ,
     ("GET", "/api/v1/admin/synonyms"): READ,
     ("POST", "/api/v1/agents/register"): WRITE,
     ("POST", "/api/v1/agents/{agent_id}/rotate-key"): WRITE,

@@ -69,6 +69,7 @@ class Settings:
     rate_limits: RateLimits | None = None  # per-agent token buckets (ZHIYI_RATE_LIMITS; None: off — the CLI's
                                            # default is the seed's quotas, a Settings built in code has none)
     advertise_url: str | None = None     # ZHIYI_ADVERTISE_URL: this process's HTTP URL in /api/v1/instances
+    backup_dir: Path | None = None       # ZHIYI_BACKUP_DIR: where backups are written (None: <data-dir>/backups)
     cors_origins: tuple[str, ...] = ()   # ZHIYI_CORS_ORIGINS: origins browsers may call from (("*",): any; (): none)
     # a LAN replica (`zhiyi replica`): its primary, and its own Redis for what is not the log's
     primary_url: str | None = None       # the primary's HTTP base URL (writes are forwarded to it)
@@ -102,6 +103,12 @@ class Settings:
         object.__setattr__(self, "data_dir", absolute_path(self.data_dir))
         if self.ready_file is not None:
             object.__setattr__(self, "ready_file", absolute_path(self.ready_file))
+        if self.backup_dir is not None:
+            object.__setattr__(self, "backup_dir", absolute_path(self.backup_dir))
+
+    @property
+    def backups_path(self) -> Path:
+        return self.backup_dir or self.data_dir / "backups"
 
     @property
     def embedding_cache_path(self) -> Path:
