@@ -38,7 +38,9 @@ class Restored:
     projection_seconds: float
 
 
-async def restore(settings: Any, archive: Path, *, force: bool, rebuild: bool = False) -> Restored:
+async def restore(settings: Any, archive: Path, *, force: bool, rebuild: bool = False,
+                  embedder: Any = None) -> Restored:
+    """`embedder`: a loaded model to share (a benchmark's); else the settings choose one."""
     from events.redis import keys
     from events.redis.log_loader import load_log
     from gateway.process.wiring import open_services
@@ -54,7 +56,7 @@ async def restore(settings: Any, archive: Path, *, force: bool, rebuild: bool = 
     if live.exists() and any(live.iterdir()) and not force:
         raise BackupError(f"{live} holds projections: restore into a fresh data dir (or --force: they are kept "
                           "aside)")
-    async with open_services(settings, origin="restore") as services:
+    async with open_services(settings, origin="restore", embedder=embedder) as services:
         redis = services.store.redis
         length = int(await redis.xlen(keys.STREAM)) if not force else 0
         if length:
