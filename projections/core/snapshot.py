@@ -11,11 +11,13 @@ so that a restore folds each copy on from there instead of folding the whole log
   than the retention and no longer the latest) between reading the checkpoint and linking its
   files. So the copy is read back at its checkpointed version, and taken again when it cannot be.
 
-Nothing here writes to a live projection or waits for its writer.
+Nothing here writes to a live projection or waits for its writer; the file work runs in threads (a
+gateway takes a backup without stalling its requests).
 """
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import os
 import shutil
@@ -87,8 +89,8 @@ def _link_tree(src: Path, dst: Path) -> None:
 async def _copy_lance(projector: LanceProjection, copy: LanceProjection, attempts: int) -> ProjectionCopy:
     """`copy` is the same projector over the destination directory, to read the copy back."""
     for attempt in range(1, attempts + 1):
-        shutil.rmtree(copy.directory, ignore_errors=True)
-        _link_tree(projector.directory, copy.directory)
+        await asyncio.to_thread(shutil.rmtree, copy.directory, ignore_errors=True)
+        await asyncio.to_thread(_link_tree, projector.directory, copy.directory)
         ck = checkpoint_file.load(copy.directory)
         if ck is None:
             return ProjectionCopy(projector.name, EMPTY, None)
@@ -98,7 +100,7 @@ async def _copy_lance(projector: LanceProjection, copy: LanceProjection, attempt
         finally:
             await copy.close()
         log.warning("snapshot.retry", projector=projector.name, attempt=attempt, version=ck.table_version)
-    shutil.rmtree(copy.directory, ignore_errors=True)
+    await asyncio.to_thread(shutil.rmtree, copy.directory, ignore_errors=True)
     return ProjectionCopy(projector.name, MISSING, None)
 
 
@@ -115,7 +117,7 @@ async def take_snapshot(data_dir: Path, into: Path, *, attempts: int = 3) -> lis
                 out.append(ProjectionCopy(projector.name, EMPTY, None))
                 continue
             copy.directory.mkdir(parents=True)
-            copy_sqlite(projector.path, copy.path)
+            await asyncio.to_thread(copy_sqlite, projector.path, copy.path)
             try:
                 position = await copy.load_checkpoint()
             finally:
