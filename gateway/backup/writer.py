@@ -28,7 +28,7 @@ from typing import Any
 
 import orjson
 import structlog
-from redis.asyncio import Redis
+from events.redis.client import Redis
 
 from events.redis.log_export import Entry, LogState, log_state, read_log
 from gateway.backup.archive import (CHUNK_EVENTS, EMBEDDINGS, FULL, INCREMENTAL, MANIFEST, PROJECTIONS, Archive,
@@ -241,6 +241,7 @@ async def _write(redis: Redis, prepared: PreparedBackup, embedding_cache: Path |
         os.close(dir_fd)
     result = {**prepared.reply(), "events": manifest["events"], "bytes": prepared.path.stat().st_size,
               "projections": sum(1 for c in prepared.copies if c.kind in ("sqlite", "lance")),
+              "projections_skipped": prepared.skipped,
               "seconds": round(time.monotonic() - started, 3)}
     log.info("backup.written", **result)
     return result

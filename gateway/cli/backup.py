@@ -62,6 +62,8 @@ def cmd_backup(args: argparse.Namespace) -> int:
         print(f"{result['backup_id']}  kind={result['kind']}  position={result['position']}  "
               f"events={result['events']}  projections={result['projections']}  path={result['path']}  "
               f"bytes={result['bytes']}")
+        if result["projections_skipped"]:
+            print(f"  no projection copies ({result['projections_skipped']}): a restore of it rebuilds them from the log")
     return 0
 
 
