@@ -37,12 +37,13 @@ class RestartableRedis:
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
 
-    def start(self, timeout_s: float = 10.0) -> "RestartableRedis":
+    def start(self, timeout_s: float = 10.0, *, extra: tuple[str, ...] = ()) -> "RestartableRedis":
+        """`extra`: more server arguments."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.proc = subprocess.Popen(
             [_redis_binary(), "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.workdir),
              "--appendonly", "yes", "--appendfsync", "everysec", "--save", "", "--daemonize", "no",
-             "--loglevel", "warning"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+             "--loglevel", "warning", *extra], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         client = sync_redis.Redis(port=self.port)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:

@@ -6,7 +6,9 @@ events twice, and it cannot tell "never sent" from "sent, answer lost". Here:
 - the connection comes from the pool connected and checked (a stale one is replaced): a failure up to
   there sent nothing, so it propagates as the Redis error it is (the gateway answers `unavailable`);
 - once the script was sent, a dropped connection or a timeout raises `OutcomeUnknown`: the events may
-  or may not be in the log; the caller retries with the same idempotency key;
+  or may not be in the log; the caller retries with the same idempotency key — except a `LOADING`
+  reply (BusyLoadingError, a restarted server reading its data): the script did not run, so it
+  propagates as the connection error it is (`unavailable`);
 - in durable mode `WAITAOF 1 0 timeout` is pipelined on the SAME connection (WAITAOF waits for the
   offset of the connection's own last write: on another connection it would confirm nothing) and its
   reply `[numlocal, numreplicas]` is read: numlocal < 1 (timed out, AOF off) or an error after a
@@ -20,6 +22,7 @@ from typing import Any, Protocol, Sequence
 
 from redis.asyncio import Redis
 from redis.asyncio.connection import AbstractConnection
+from redis.exceptions import BusyLoadingError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -61,6 +64,12 @@ async def call_script(redis: Redis, call: ScriptCall, keys: Sequence[str], args:
     try:
         try:
             return await _run(conn, call, keys, args)
+        except BusyLoadingError:
+            # a LOADING reply: the server (restarted, reading its AOF) refused the script without
+            # running it, so nothing was written (the gateway answers `unavailable`); the connection
+            # is dropped, since a pipelined WAITAOF's reply may still be on it
+            await conn.disconnect()
+            raise
         except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
             raise _unknown(f"connection lost after the append was sent: {exc}") from exc
     finally:

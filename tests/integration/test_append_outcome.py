@@ -94,3 +94,56 @@ async def test_a_lost_answer_is_an_unknown_outcome_and_never_resent(redis_url, r
         await client.aclose()
         with contextlib.suppress(Exception):
             await relay.stop()
+
+
+async def test_an_append_refused_while_redis_loads_is_unavailable_not_unknown(tmp_path):
+    """A server reading its data (a replica's full resync, a reload) answers LOADING on the connections it
+    already has: the script did not run, so the append raises the connection error (503 `unavailable`),
+    not OutcomeUnknown, and the same idempotency key writes once the server is up."""
+    import threading
+    import time
+
+    from redis.exceptions import BusyLoadingError
+
+    from tests.redis_process import RestartableRedis
+
+    server = RestartableRedis(tmp_path / "loading").start(extra=("--enable-debug-command", "yes"))
+    client = connect(server.url)
+    try:
+        admin = server.client()
+        pipe = admin.pipeline(transaction=False)
+        for i in range(400):
+            pipe.set(f"filler:{i}", "x" * 64)
+        pipe.execute()
+        admin.config_set("key-load-delay", 10000)       # 10 ms a key: about 4 s loading,
+        admin.config_set("loading-process-events-interval-bytes", 1024)   # answering clients meanwhile
+        store = EventStore(client, origin="loading-test")
+        await store.append([_event("before")])        # the pool holds a checked connection
+        reload = threading.Thread(target=lambda: admin.execute_command("DEBUG", "RELOAD"))
+        reload.start()
+        deadline = time.monotonic() + 10
+        while _raw_ping(server.port) != b"-LOADING":   # a raw socket: redis-py retries
+            assert time.monotonic() < deadline, "the server was never seen loading"
+            time.sleep(0.02)
+        idem = Idempotency("alice", "k-loading", "fp-1")
+        with pytest.raises(BusyLoadingError):
+            await store.append([_event("while loading")], idempotency=idem)
+        reload.join(timeout=30)
+        first = await store.append([_event("while loading")], idempotency=idem)
+        assert not first.duplicate                    # the refused attempt wrote nothing
+        assert server.client().xlen(keys.STREAM) == 2
+    finally:
+        await client.aclose()
+        server.stop()
+
+
+def _raw_ping(port: int) -> bytes:
+    """The first word of a PING's reply (b"" when the server does not answer)."""
+    import socket
+
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
+            sock.sendall(b"PING\r\n")
+            return sock.recv(64).split(b" ")[0].strip()
+    except OSError:
+        return b""
