@@ -64,6 +64,21 @@ def _digests(out: str) -> dict[str, tuple[str, str]]:
     return {p["projection"]: (p["digest"], p["position"]) for p in orjson.loads(out)["projections"]}
 
 
+def _corrupt_copy(archive: Path, member_name: str, directory: Path) -> Path:
+    """A copy of `archive` in `directory` with one byte flipped in the middle of one member."""
+    directory.mkdir()
+    bad = directory / archive.name
+    shutil.copy(archive, bad)
+    with tarfile.open(bad) as tar:
+        member = tar.getmember(member_name)
+    with open(bad, "r+b") as fh:
+        fh.seek(member.offset_data + member.size // 2)
+        byte = fh.read(1)
+        fh.seek(-1, 1)
+        fh.write(bytes([byte[0] ^ 0xFF]))
+    return bad
+
+
 async def _commit_some(api, key: str, n: int, prefix: str) -> None:
     for i in range(n):
         status, body = await api.commit(key, f"{prefix} {i}: the nightly job {i} writes report {i * 7} to disk {i % 3}")
@@ -192,17 +207,7 @@ async def test_corrupt_chunk_is_named_and_a_non_empty_redis_refused(api, redis_u
     assert good.parent == tmp_path / "data" / "backups"
 
     # (c) one byte flipped inside a chunk's tar member: detected, named, exit 2, nothing loaded
-    bad_dir = tmp_path / "corrupt"
-    bad_dir.mkdir()
-    bad = bad_dir / good.name
-    shutil.copy(good, bad)
-    with tarfile.open(bad) as tar:
-        member = tar.getmember("log/000001.jsonl.gz")
-    with open(bad, "r+b") as fh:
-        fh.seek(member.offset_data + member.size // 2)
-        byte = fh.read(1)
-        fh.seek(-1, 1)
-        fh.write(bytes([byte[0] ^ 0xFF]))
+    bad = _corrupt_copy(good, "log/000001.jsonl.gz", tmp_path / "corrupt")
     target = fresh_redis("restore-corrupt")
     rc, out, err = await _cli("restore", str(bad), "--data-dir", str(tmp_path / "rc"), "--redis-url", target.url)
     assert rc == 2
@@ -268,17 +273,7 @@ async def test_restore_force_rebuild_and_a_corrupt_projection_copy(api, redis_ur
     assert rc == 0 and _digests(out) == _digests(orjson.dumps(forced).decode()), err
 
     # a byte flipped in a projection file: named, exit 2, nothing loaded
-    bad_dir = tmp_path / "corrupt"
-    bad_dir.mkdir()
-    bad = bad_dir / Path(first["path"]).name
-    shutil.copy(first["path"], bad)
-    with tarfile.open(bad) as tar:
-        member = tar.getmember("projections/graph/graph.db")
-    with open(bad, "r+b") as fh:
-        fh.seek(member.offset_data + member.size // 2)
-        byte = fh.read(1)
-        fh.seek(-1, 1)
-        fh.write(bytes([byte[0] ^ 0xFF]))
+    bad = _corrupt_copy(Path(first["path"]), "projections/graph/graph.db", tmp_path / "corrupt")
     empty = fresh_redis("restore-c")
     rc, _, err = await _cli("restore", str(bad), "--data-dir", str(tmp_path / "rc"), "--redis-url", empty.url)
     assert rc == 2 and "projections/graph/graph.db" in err and "corrupt" in err, err
