@@ -97,7 +97,7 @@ async def prepare(redis: Redis, directory: Path, data_dir: Path | None, *, incre
             raise BackupError("the log is empty: nothing to back up")
         base: Archive | None = None
         if incremental:
-            found = archives(directory)
+            found = await asyncio.to_thread(archives, directory)
             if not found:
                 raise BackupError(f"--incremental needs a base: there is no archive in {directory}")
             base = found[-1]

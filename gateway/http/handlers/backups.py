@@ -6,6 +6,8 @@ one `zhiyi backup` writes (gateway.backup); `zhiyi restore` reads both."""
 
 from __future__ import annotations
 
+import asyncio
+
 from aiohttp import web
 
 from commands.error_codes import ErrorCode
@@ -36,7 +38,7 @@ async def start(request: web.Request) -> web.Response:
 
 async def listing(request: web.Request) -> web.Response:
     require_admin(request)
-    return json_response(request.app[BACKUPS].listing())
+    return json_response(await asyncio.to_thread(request.app[BACKUPS].listing))   # reads every archive's manifest
 
 
 def routes() -> list[web.RouteDef]:
