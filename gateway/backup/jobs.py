@@ -73,8 +73,8 @@ class BackupJobs:
                           "position": a.manifest["position"], "events": a.manifest["events"],
                           "created_at": a.manifest["created_at"], "path": str(a.path), "bytes": path.stat().st_size,
                           "projections": sum(1 for c in a.archived_projections if c["kind"] in ("sqlite", "lance"))})
-        running = None
-        if self.running is not None:
-            running = {k: v for k, v in self.running.items() if k != "started_at"}
-            running["seconds"] = round(time.time() - self.running["started_at"], 3)
+        now, running = self.running, None       # read once: the loop may end the backup meanwhile
+        if now is not None:
+            running = {k: v for k, v in now.items() if k != "started_at"}
+            running["seconds"] = round(time.time() - now["started_at"], 3)
         return {"directory": str(self.directory), "running": running, "last": self.last, "archives": found}
