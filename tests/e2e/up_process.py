@@ -26,6 +26,21 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def children(pid: int) -> dict[int, str]:
+    """pid -> command line of the processes whose parent is `pid` (read from /proc)."""
+    out = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out[int(entry.name)] = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (OSError, IndexError, ValueError):
+            continue
+    return out
+
+
 def zhiyi_bin() -> Path:
     """The `zhiyi` console script of the environment running the tests (`.venv/bin/zhiyi`)."""
     path = Path(sys.executable).parent / "zhiyi"
