@@ -7,6 +7,7 @@ read, newest first; `get` reads one. A missing database reads as no conflicts.
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from typing import Any, ClassVar
 
 from projections.core.errors import InvalidQuery
@@ -64,15 +65,15 @@ class ConflictsReader(SqliteReader):
         if status != "all":
             where += " AND status = ?"
             args.append(status)
-        with self._lock:
-            conn = self.connection()
-            if conn is None:
-                return [], 0
+        def run(conn: sqlite3.Connection) -> tuple[list[tuple], int]:
             total = conn.execute(f"SELECT COUNT(*) FROM conflicts WHERE {where}", args).fetchone()[0]
-            rows = conn.execute(f"SELECT {', '.join(COLUMNS)} FROM conflicts WHERE {where} "
+            return conn.execute(f"SELECT {', '.join(COLUMNS)} FROM conflicts WHERE {where} "
                                 "ORDER BY detected_at DESC, conflict_id LIMIT ? OFFSET ?",
-                                [*args, limit, offset]).fetchall()
-        return [shaped(r) for r in rows], int(total)
+                                [*args, limit, offset]).fetchall(), int(total)
+
+        nothing: tuple[list[tuple], int] = ([], 0)
+        rows, total = self.read(run, nothing)
+        return [shaped(r) for r in rows], total
 
     async def profile(self, kind: str, source_a: str, source_b: str) -> dict[str, int]:
         """How often people settled a `kind` conflict between these two sources for each of them:
@@ -81,25 +82,16 @@ class ConflictsReader(SqliteReader):
 
     def _profile(self, kind: str, source_a: str, source_b: str) -> dict[str, int]:
         marks = ", ".join("?" for _ in PROFILE_STRATEGIES)
-        with self._lock:
-            conn = self.connection()
-            if conn is None:
-                return {}
-            rows = conn.execute(
-                f"SELECT winner_source, COUNT(*) FROM conflicts WHERE status = 'resolved' AND rule = '' AND kind = ? "
-                f"AND strategy IN ({marks}) AND ((winner_source = ? AND loser_source = ?) OR "
-                "(winner_source = ? AND loser_source = ?)) GROUP BY winner_source",
-                (kind, *PROFILE_STRATEGIES, source_a, source_b, source_b, source_a)).fetchall()
+        rows = self.fetch(
+            f"SELECT winner_source, COUNT(*) FROM conflicts WHERE status = 'resolved' AND rule = '' AND kind = ? "
+            f"AND strategy IN ({marks}) AND ((winner_source = ? AND loser_source = ?) OR "
+            "(winner_source = ? AND loser_source = ?)) GROUP BY winner_source",
+            (kind, *PROFILE_STRATEGIES, source_a, source_b, source_b, source_a))
         return {src: int(n) for src, n in rows}
 
     async def get(self, conflict_id: str) -> dict[str, Any] | None:
         return await asyncio.to_thread(self._get, conflict_id)
 
     def _get(self, conflict_id: str) -> dict[str, Any] | None:
-        with self._lock:
-            conn = self.connection()
-            if conn is None:
-                return None
-            row = conn.execute(f"SELECT {', '.join(COLUMNS)} FROM conflicts WHERE conflict_id = ?",
-                               (conflict_id,)).fetchone()
-        return shaped(row) if row else None
+        rows = self.fetch(f"SELECT {', '.join(COLUMNS)} FROM conflicts WHERE conflict_id = ?", (conflict_id,))
+        return shaped(rows[0]) if rows else None

@@ -7,7 +7,9 @@ from __future__ import annotations
 import sqlite3
 import threading
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence, TypeVar
+
+T = TypeVar("T")
 
 
 class SqliteReader:
@@ -23,18 +25,23 @@ class SqliteReader:
             self._conn = sqlite3.connect(f"{self.path.as_uri()}?mode=ro", uri=True, check_same_thread=False)
         return self._conn
 
-    def fetch(self, sql: str, args: Sequence[Any] = ()) -> list[tuple]:
-        """The rows of one query under the lock; none while the file or its tables do not exist yet."""
+    def read(self, fn: Callable[[sqlite3.Connection], T], empty: T) -> T:
+        """`fn(connection)` under the lock; `empty` while the file or its tables do not exist yet (the
+        projector creates the file a moment before its tables)."""
         with self._lock:
             conn = self.connection()
             if conn is None:
-                return []
+                return empty
             try:
-                return conn.execute(sql, args).fetchall()
+                return fn(conn)
             except sqlite3.OperationalError as exc:
                 if "no such table" in str(exc):
-                    return []
+                    return empty
                 raise
+
+    def fetch(self, sql: str, args: Sequence[Any] = ()) -> list[tuple]:
+        """The rows of one query under the lock; none while the file or its tables do not exist yet."""
+        return self.read(lambda conn: conn.execute(sql, args).fetchall(), [])
 
     def close(self) -> None:
         with self._lock:

@@ -44,18 +44,6 @@ class GraphReader(SqliteReader):
     def __init__(self, directory: Path) -> None:
         super().__init__(directory, DB_FILE)
 
-    def _read(self, fn, empty):
-        with self._lock:
-            conn = self.connection()
-            if conn is None:
-                return empty
-            try:
-                return fn(conn)
-            except sqlite3.OperationalError as exc:
-                if "no such table" in str(exc):
-                    return empty
-                raise
-
     # ------------------------------------------------------------------ stats
 
     def stats(self, namespaces: list[str] | None) -> dict[str, Any]:
@@ -72,15 +60,15 @@ class GraphReader(SqliteReader):
                 by_ns.setdefault(ns, {"nodes": 0, "edges": 0})["edges"] = n
             return _stats(nodes, edges, by_ns)
 
-        return self._read(run, _stats({}, {}, {}))
+        return self.read(run, _stats({}, {}, {}))
 
     def namespaces(self) -> list[str]:
-        return self._read(lambda conn: [r[0] for r in conn.execute(
+        return self.read(lambda conn: [r[0] for r in conn.execute(
             "SELECT DISTINCT namespace FROM graph_nodes ORDER BY namespace")], [])
 
     def with_connection(self, fn, empty):
         """Run `fn(conn)` under the reader's lock; `empty` when there is no graph yet."""
-        return self._read(fn, empty)
+        return self.read(fn, empty)
 
     # ------------------------------------------------------------------ navigation, pattern language
 
@@ -90,21 +78,21 @@ class GraphReader(SqliteReader):
         def run(conn: sqlite3.Connection) -> list[GraphPath]:
             return find_paths(conn, source, target, _readable(conn, namespaces), max_hops)
 
-        paths = self._read(run, None)
+        paths = self.read(run, None)
         if paths is None:
             raise GraphNotFound(source)
         return paths
 
     def query(self, query: Query, namespaces: list[str] | None) -> dict[str, Any]:
         """A parsed pattern query (`projections.graph.query`) over `namespaces`: columns and rows."""
-        return self._read(lambda conn: run_query(conn, query, _readable(conn, namespaces)),
+        return self.read(lambda conn: run_query(conn, query, _readable(conn, namespaces)),
                           {"columns": [], "rows": []})
 
     # ------------------------------------------------------------------ maintenance
 
     def prune_plan(self, now_ms: int) -> PrunePlan:
         """What a graph prune at `now_ms` removes, archives and merges (`projections.graph.prune`)."""
-        return self._read(lambda conn: plan_prune(conn, now_ms), PrunePlan())
+        return self.read(lambda conn: plan_prune(conn, now_ms), PrunePlan())
 
     def degrees(self, node_ids: list[str]) -> dict[str, int]:
         """How many edges touch each of `node_ids` (either end, any relation; absent: 0)."""
@@ -121,13 +109,13 @@ class GraphReader(SqliteReader):
                         out[node] = out.get(node, 0) + n
             return out
 
-        return self._read(run, {})
+        return self.read(run, {})
 
     # ------------------------------------------------------------------ recall, cascade
 
     def dependants(self, memory_id: str) -> list[str]:
         """Memories that DEPENDS_ON `memory_id` (any namespace: a cascade crosses them)."""
-        return self._read(lambda conn: [r[0] for r in conn.execute(
+        return self.read(lambda conn: [r[0] for r in conn.execute(
             "SELECT source_id FROM graph_edges WHERE target_id = ? AND relation_type = 'DEPENDS_ON' "
             "ORDER BY source_id", (memory_id,))], [])
 
@@ -160,7 +148,7 @@ class GraphReader(SqliteReader):
                 keep(Neighbour(other, via, "REFERENCES", float(w), label))
             return sorted(found.values(), key=lambda n: (-n.weight, n.memory_id))[:limit]
 
-        return self._read(run, [])
+        return self.read(run, [])
 
     def prefetch(self, memory_ids: list[str], namespaces: list[str], min_weight: float = PREFETCH_MIN_WEIGHT,
                  limit: int = 10) -> list[Neighbour]:
@@ -189,7 +177,7 @@ class GraphReader(SqliteReader):
                     out[other] = Neighbour(other, mid, "CO_OCCURS", float(w))
             return sorted(out.values(), key=lambda n: (-n.weight, n.memory_id))[:limit]
 
-        return self._read(run, [])
+        return self.read(run, [])
 
 
 def _readable(conn: sqlite3.Connection, namespaces: list[str] | None) -> list[str]:
