@@ -96,3 +96,22 @@ async def test_a_backup_directory_that_cannot_be_written_is_said_plainly(api, tm
     assert_error(body, "internal_error")
     assert "backup directory cannot be written" in body["error"]["message"]
     assert body["error"]["details"]["directory"] == str(tmp_path / "data" / "backups")
+
+
+async def test_a_backup_that_fails_in_the_background_says_so_and_leaves_no_archive(api, tmp_path):
+    key = await api.register("fay")
+    status, body = await api.commit(key, "fay's laptop is the blue one")
+    assert status == 201, body
+    cache = tmp_path / "data" / "cache" / "embeddings.sqlite"
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_bytes(b"not a database " * 100)     # its copy fails once the archive is being written
+    status, started = await api.call("POST", "/api/v1/admin/backup")
+    assert status == 202, started
+    listing = await _written(api, started["backup_id"])
+    assert listing["last"]["status"] == "failed" and "not a database" in listing["last"]["error"], listing
+    assert listing["archives"] == []
+    directory = tmp_path / "data" / "backups"
+    assert [p.name for p in directory.iterdir()] == [".backup.lock"]     # no archive, no temporary file
+    assert not any(p.name.startswith(".backup-") for p in (tmp_path / "data").iterdir())   # copies removed
+    status, body = await api.call("POST", "/api/v1/admin/backup")   # the directory is free again
+    assert status == 202, body
