@@ -1,0 +1,130 @@
+"""What a recall's audit costs the projectors (issue 19, part 3): CPU per `recall.served` event, per
+projector, at the batch sizes the live runner sees (a script, not a pytest test).
+
+    OPENBLAS_NUM_THREADS=1 .venv/bin/python tests/bench/audit_cost.py [--memories 20000] [--recalls 3000]
+        [--batches 1,16,256]
+
+In this process, over a redis-server it starts on a free port: --memories `memory.committed` in 4
+namespaces are appended and folded by every live projector (registry.make_projectors, not measured),
+their directory kept as the base; then --recalls `recall.served` events (top 10 of one namespace,
+5-word queries, like a recall answering) are appended. For each batch size, every projector starts
+from a copy of the base and its runner (publishing its checkpoints to Redis, as live) folds the
+recalls with that batch size: the CPU seconds of this process (every thread: SQLite and LanceDB work
+in threads count) over the events folded. Reading the events from Redis and decoding them is part of
+each runner's cost, as live (9 runners read each event once each); the redis-server's own CPU is not
+counted. Batch 1 is an idle system's live tail (one recall, one batch); at c=16 the runner finds
+about 16 new events a read. The embedder is a deterministic hash (recalls embed nothing here).
+Rate limits play no part (no HTTP).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import structlog  # noqa: E402
+from _harness import private_redis  # noqa: E402
+
+from events.catalogue import MemoryCommitted, RecallServed, new_event  # noqa: E402
+from events.redis.client import connect  # noqa: E402
+from events.redis.store import EventStore  # noqa: E402
+from projections.core.registry import make_projectors  # noqa: E402
+from projections.core.runner import ProjectionRunner  # noqa: E402
+from projections.models.cached_embedder import CachedEmbedder  # noqa: E402
+from tests.fixture_log import FixtureEmbedder  # noqa: E402
+
+NAMESPACES = ["shared", "alice-main", "bob-main", "hermes-main"]
+WORDS = ["deploy", "backup", "disk", "invoice", "editor", "cluster", "release", "budget", "audit", "search",
+         "部署", "备份", "磁盘", "发票", "集群", "预算"]
+
+
+async def _fold_all(store: EventStore, root: Path, embedder, batch_size: int) -> dict[str, float]:
+    """CPU seconds per projector to fold what the log holds after each one's checkpoint."""
+    out = {}
+    for projector in make_projectors(root, embedder):
+        runner = ProjectionRunner(store, projector, batch_size=batch_size, maintain_every_s=float("inf"))
+        t0 = time.process_time()
+        await runner.catch_up()
+        out[projector.name] = time.process_time() - t0
+        await projector.close()
+    return out
+
+
+async def bench(args: argparse.Namespace, work: Path, url: str) -> None:
+    rng = random.Random(19)
+    embedder = CachedEmbedder(FixtureEmbedder(), None)
+    redis = connect(url)
+    store = EventStore(redis, origin="bench")
+    await store.open_epoch(create=True)
+    print(f"rate limits: off (no HTTP); embedder: {FixtureEmbedder.model_id} (no model); "
+          f"{args.memories:,} memories, {args.recalls:,} recall.served", flush=True)
+    by_ns: dict[str, list[str]] = {ns: [] for ns in NAMESPACES}
+    for at in range(0, args.memories, 1000):
+        batch = []
+        for i in range(at, min(at + 1000, args.memories)):
+            ns = NAMESPACES[i % 4]
+            by_ns[ns].append(f"m{i:07d}")
+            batch.append(new_event(MemoryCommitted(f"m{i:07d}", f"{' '.join(rng.sample(WORDS, 6))} #{i}", ns, "fact",
+                                                   "system_fact"), ns=ns, agent=ns.split("-")[0]))
+        await store.append(batch)
+    base = work / "base"
+    t0 = time.perf_counter()
+    await _fold_all(store, base, embedder, 500)
+    print(f"base: {args.memories:,} commits folded by every projector in {time.perf_counter() - t0:.1f} s "
+          "(not measured)", flush=True)
+    for at in range(0, args.recalls, 500):
+        batch = []
+        for i in range(at, min(at + 500, args.recalls)):
+            ns = NAMESPACES[i % 4]
+            ids = tuple(rng.sample(by_ns[ns][-5000:], 10))
+            batch.append(new_event(RecallServed(" ".join(rng.sample(WORDS, 5)), (ns,), ids,
+                                                tuple(round(0.9 - k * 0.05, 3) for k in range(10))),
+                                   ns=ns, agent=ns.split("-")[0]))
+        await store.append(batch)
+
+    rows: dict[int, dict[str, float]] = {}
+    for size in args.batches:
+        copy = work / f"batch-{size}"
+        shutil.copytree(base, copy)
+        rows[size] = await _fold_all(store, copy, embedder, size)
+        shutil.rmtree(copy, ignore_errors=True)
+    names = list(rows[args.batches[0]])
+    print(f"\nCPU ms per recall.served, per projector (this process, all threads), by runner batch size:")
+    print(f"{'projector':<14}" + "".join(f"{'batch ' + str(s):>12}" for s in args.batches))
+    for name in names:
+        print(f"{name:<14}" + "".join(f"{rows[s][name] * 1000 / args.recalls:>12.3f}" for s in args.batches))
+    print(f"{'total':<14}" + "".join(f"{sum(rows[s].values()) * 1000 / args.recalls:>12.3f}" for s in args.batches))
+    print("target (issue 19): total <= 0.5 ms at the batch sizes of c=16 recalls (about 16)")
+    await redis.aclose()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--memories", type=int, default=20_000)
+    parser.add_argument("--recalls", type=int, default=3_000)
+    parser.add_argument("--batches", type=lambda s: [int(x) for x in s.split(",")], default=[1, 16, 256])
+    args = parser.parse_args()
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(30))
+    work = Path(tempfile.mkdtemp(prefix="zhiyi-bench-audit-"))
+    try:
+        with private_redis() as url:
+            asyncio.run(bench(args, work, url))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
