@@ -46,3 +46,16 @@ def test_the_conflict_check_is_on_and_merging_off_unless_set():
     args.env = env
     settings = build_settings(args, "redis://x:1/0")
     assert settings.conflict_check is False and settings.merge is True and settings.conflict_auto_resolve is False
+
+
+def test_zhiyi_backup_dir_is_where_the_gateway_writes_backups(tmp_path):
+    env = Environment.read({"ZHIYI_DATA_DIR": str(tmp_path / "data")})
+    args = parser(env).parse_args(["serve"])
+    args.env = env
+    assert build_settings(args, "redis://x:1/0").backups_path == tmp_path / "data" / "backups"
+    env = Environment.read({"ZHIYI_DATA_DIR": str(tmp_path / "data"), "ZHIYI_BACKUP_DIR": "rel/backups"})
+    args = parser(env).parse_args(["serve"])
+    args.env = env
+    settings = build_settings(args, "redis://x:1/0")
+    assert settings.backups_path == settings.backup_dir and settings.backup_dir.is_absolute()   # type: ignore[union-attr]
+    assert str(settings.backup_dir).endswith("rel/backups")
