@@ -152,13 +152,24 @@ def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes) -> None:
     tar.addfile(info, io.BytesIO(data))
 
 
+class _Hashing:
+    """A file read by tarfile, hashed on the way (each file is read once)."""
+
+    def __init__(self, fh: Any) -> None:
+        self.fh, self.digest = fh, hashlib.sha256()
+
+    def read(self, size: int = -1) -> bytes:
+        block = self.fh.read(size)
+        self.digest.update(block)
+        return block
+
+
 def _add_file(tar: tarfile.TarFile, path: Path, name: str) -> dict[str, Any]:
-    digest = hashlib.sha256()
+    info = tar.gettarinfo(path, name)
     with open(path, "rb") as fh:
-        while block := fh.read(1 << 20):
-            digest.update(block)
-    tar.add(path, name, recursive=False)
-    return {"name": name, "bytes": path.stat().st_size, "sha256": digest.hexdigest()}
+        reader = _Hashing(fh)
+        tar.addfile(info, reader)   # type: ignore[arg-type]
+    return {"name": name, "bytes": info.size, "sha256": reader.digest.hexdigest()}
 
 
 def _add_tree(tar: tarfile.TarFile, root: Path, prefix: str) -> list[dict[str, Any]]:

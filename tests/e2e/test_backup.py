@@ -85,6 +85,17 @@ async def _commit_some(api, key: str, n: int, prefix: str) -> None:
         assert status in (200, 201), body
 
 
+async def _backup_of_some(api, common: list[str], agent: str, n: int) -> tuple[str, dict]:
+    """`agent` registered, n of its notes committed and projected, then `zhiyi backup`: (its key, the
+    backup's JSON line)."""
+    key = await api.register(agent)
+    await _commit_some(api, key, n, f"{agent}'s note")
+    await api.settle()
+    rc, out, err = await _cli("backup", *common, "--json")
+    assert rc == 0, err
+    return key, orjson.loads(out)
+
+
 async def _backup_while_committing(api, key: str, argv: list[str]) -> tuple[dict, int, float]:
     """Run a backup while a task keeps committing; (its JSON line, commits made meanwhile, seconds)."""
     stop = asyncio.Event()
@@ -198,12 +209,8 @@ async def test_backup_while_committing_then_full_and_incremental_restores(api, r
 async def test_corrupt_chunk_is_named_and_a_non_empty_redis_refused(api, redis_url, fresh_redis, tmp_path):
     source = sync_redis.Redis.from_url(redis_url)
     common = ["--data-dir", str(tmp_path / "data"), "--redis-url", redis_url]
-    key = await api.register("bob")
-    await _commit_some(api, key, 4, "bob's note")
-    await api.settle()
-    rc, out, err = await _cli("backup", *common, "--json")
-    assert rc == 0, err
-    good = Path(orjson.loads(out)["path"])
+    _, made = await _backup_of_some(api, common, "bob", 4)
+    good = Path(made["path"])
     assert good.parent == tmp_path / "data" / "backups"
 
     # (c) one byte flipped inside a chunk's tar member: detected, named, exit 2, nothing loaded
@@ -231,12 +238,7 @@ async def test_restore_force_rebuild_and_a_corrupt_projection_copy(api, redis_ur
     keeps the data dir's projections aside; a corrupt projection file is named, nothing loaded."""
     source = sync_redis.Redis.from_url(redis_url)
     common = ["--data-dir", str(tmp_path / "data"), "--redis-url", redis_url]
-    key = await api.register("carol")
-    await _commit_some(api, key, 5, "carol's note")
-    await api.settle()
-    rc, out, err = await _cli("backup", *common, "--json")
-    assert rc == 0, err
-    first = orjson.loads(out)
+    key, first = await _backup_of_some(api, common, "carol", 5)
 
     target = fresh_redis("restore-a")
     rc, out, err = await _cli("restore", first["path"], "--data-dir", str(tmp_path / "ra"), "--redis-url", target.url,
