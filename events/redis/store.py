@@ -19,7 +19,7 @@ import asyncio
 import secrets
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any, AsyncIterator, Mapping, Sequence, cast
+from typing import Any, AsyncIterator, Callable, Mapping, Sequence, cast
 
 import orjson
 import structlog
@@ -245,22 +245,52 @@ class EventStore(WriteSideIndexes):
         also catches a log that was lost and has since received new appends, whose time-based
         ids all lie beyond any old checkpoint.
         """
+        await self._checked(checkpoint, epoch, None)
+
+    async def read_checked(self, after: str | None, epoch: str | None, end: str | None = None,
+                           count: int | None = None) -> list[Event]:
+        """`check_not_reset(after, epoch)`, then `read(after, end, count)`: one round trip."""
+        lo = "-" if not after else f"({after}"
+        return await self._checked(after, epoch, lambda pipe: pipe.xrange(keys.STREAM, lo, end or "+", count=count))
+
+    async def tail_checked(self, after: str | None, epoch: str | None, *, count: int = 500,
+                           block_ms: int = 1000) -> list[Event]:
+        """`check_not_reset(after, epoch)`, then `tail(after, ...)`: one round trip."""
+        return await self._checked(after, epoch, lambda pipe: pipe.xread({keys.STREAM: after or "0-0"}, count=count,
+                                                                         block=block_ms), xread=True)
+
+    async def _checked(self, checkpoint: str | None, epoch: str | None, then: Callable[[Any], Any] | None, *,
+                       xread: bool = False) -> list[Event]:
+        """The reset checks of `check_not_reset` and, when `then` adds a read of the stream (XRANGE or
+        XREAD) to the pipeline, that read's events: one round trip, the read after the checks."""
         target = checkpoint if checkpoint and checkpoint != positions.ZERO else None  # None: no event to find
-        if epoch is None and target is None:
-            return
-        pipe = self.redis.pipeline(transaction=False)  # one round trip for both checks
-        pipe.get(keys.EPOCH)
-        if target is not None:
-            pipe.xrange(keys.STREAM, target, target, count=1)
-        found, *rest = await pipe.execute()
-        if epoch is not None and (as_str(found) if found is not None else None) != epoch:
-            raise LogResetError(reset_message(epoch, as_str(found) if found is not None else None))
-        if target is None or entries(rest[0]):
-            return
-        last = await self.last_position()
-        raise LogResetError(
-            f"checkpoint {checkpoint} is not an event of this log (last position {last or 'none'}): "
-            "the log was lost or replaced; rebuild the projections (zhiyi replay) instead of skipping")
+        if epoch is None and target is None and then is None:
+            return []
+        pipe = self.redis.pipeline(transaction=False)
+        if epoch is not None or target is not None:
+            pipe.get(keys.EPOCH)
+            if target is not None:
+                pipe.xrange(keys.STREAM, target, target, count=1)
+        if then is not None:
+            then(pipe)
+        replies = await pipe.execute()
+        if epoch is not None or target is not None:
+            found = replies[0]
+            if epoch is not None and (as_str(found) if found is not None else None) != epoch:
+                raise LogResetError(reset_message(epoch, as_str(found) if found is not None else None))
+            if target is not None and not entries(replies[1]):
+                last = await self.last_position()
+                raise LogResetError(
+                    f"checkpoint {checkpoint} is not an event of this log (last position {last or 'none'}): "
+                    "the log was lost or replaced; rebuild the projections (zhiyi replay) instead of skipping")
+        if then is None:
+            return []
+        reply = replies[-1]
+        if xread:
+            if not reply:
+                return []
+            (_, reply), = cast("list[list[Any]]", reply)   # RESP2: one [stream, entries] pair per stream read
+        return [decode(pos, flds) for pos, flds in entries(reply)]
 
     # ------------------------------------------------------------------ checkpoints
 

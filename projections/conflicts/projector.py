@@ -19,6 +19,7 @@ from events.envelope import Event
 from events.hlc import iso_from_ms
 from projections.conflicts.reader import COLUMNS, DB_FILE
 from projections.core.digest import Digester
+from projections.core.projector import RECALL_AUDIT
 from projections.core.sqlite_projection import SqliteProjection
 
 SCHEMA_VERSION = 1
@@ -40,6 +41,7 @@ CREATE INDEX IF NOT EXISTS idx_conflicts_profile ON conflicts (kind, rule, winne
 
 class ConflictsProjector(SqliteProjection):
     name = "conflicts"
+    ignored_types = RECALL_AUDIT   # counted by the activity, graph and metrics projections only
     schema = _SCHEMA
     schema_version = SCHEMA_VERSION
 

@@ -32,6 +32,7 @@ from events.envelope import Event
 from events.hlc import iso_from_ms
 from projections.consolidation.reader import DB_FILE, TABLES, is_distilled
 from projections.core.digest import Digester
+from projections.core.projector import RECALL_AUDIT
 from projections.core.sqlite_projection import SqliteProjection
 
 SCHEMA_VERSION = 1
@@ -63,6 +64,7 @@ def _json(value: object) -> str:
 
 class ConsolidationProjector(SqliteProjection):
     name = "consolidation"
+    ignored_types = RECALL_AUDIT   # counted by the activity, graph and metrics projections only
     schema = _SCHEMA
     schema_version = SCHEMA_VERSION
 

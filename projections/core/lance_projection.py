@@ -7,7 +7,9 @@ table's first row) before folding anything, so the table is exactly the state as
 and the events after it are applied once. A checkpointed
 version newer than the table (the table lost its last commits) is refused: rebuild from the log.
 Subclasses set `name`, `directory`, `_table` (LanceTable) and `_lock` (WriterLock), and say what
-their build meta is (`_meta`).
+their build meta is (`_meta`) and which event types never change their rows (`ignored_types`: the
+runner skips batches of those alone and moves the checkpoint with `advance`, see
+projections.core.projector.Skipping).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 import pyarrow as pa
 import structlog
 
+from events import positions
 from projections.core import checkpoint as checkpoint_file
 from projections.core.checkpoint import Checkpoint
 from projections.core.digest import digest_columns
@@ -31,6 +34,7 @@ log = structlog.get_logger(__name__)
 
 class LanceProjection:
     name: str = ""
+    ignored_types: frozenset[str] = frozenset()   # event types whose fold never changes a row
     directory: Path
     _table: LanceTable
     _lock: WriterLock
@@ -100,6 +104,16 @@ class LanceProjection:
     async def _checkpoint(self, ck: Checkpoint) -> None:
         await self._save_checkpoint(ck)
         self._ck = ck
+
+    async def advance(self, position: str) -> None:
+        """Skipping: store `position` as the checkpoint, when later than the stored one, at the table
+        version the stored one names (no row changes)."""
+        await self._recover()
+        ck = await self._current()
+        if ck is not None and positions.key(position) <= positions.key(ck.position):
+            return
+        version = ck.table_version if ck is not None else await self._table.version()
+        await self._checkpoint(Checkpoint(self.name, position, version, self._meta()))
 
     async def _recover(self) -> None:
         """Once per writer: roll back commits made after the checkpoint (a crash between the rows

@@ -15,6 +15,13 @@ Optional capabilities, discovered with `isinstance` on the runtime-checkable pro
 - `Generational.read_scope(event)` — the namespace whose reads the event can change ("*" for
   every namespace, None for none); the runner publishes these generations with the checkpoint
   and search caches key on them.
+- `Skipping` — event types the projection never changes for (`ignored_types`, e.g. the audit
+  event `recall.served` for all but the projections that count recalls). The runner does not
+  `apply` a batch made of those alone: it moves its checkpoint in memory, publishes and notifies
+  it as for any batch, and has the projector store it durably later with `advance(position)` (with
+  the next applied batch's own checkpoint, or on idle, at the end of a catch-up, on stop, and at
+  least every few seconds). Until then the stored checkpoint lags behind the published one; the
+  rows are the same at both positions, so a restart re-reads those events and skips them again.
 """
 
 from __future__ import annotations
@@ -60,6 +67,21 @@ class Preparable(Protocol):
 @runtime_checkable
 class Generational(Protocol):
     def read_scope(self, event: Event) -> str | None:
+        ...
+
+
+#: The audit event every recall appends (it only counts): the projections that do not count recalls
+#: ignore it (`Skipping.ignored_types`).
+RECALL_AUDIT: frozenset[str] = frozenset({"recall.served"})
+
+
+@runtime_checkable
+class Skipping(Protocol):
+    ignored_types: frozenset[str]
+
+    async def advance(self, position: str) -> None:
+        """Store `position` as the checkpoint (when later than the stored one) without changing a row:
+        every event up to it that the projection has not applied is of an ignored type."""
         ...
 
 

@@ -2,7 +2,8 @@
 
 - `catch_up(until)` folds everything after the checkpoint up to `until` (or the end) and
   returns the checkpoint; `run(stop)` tails forever (`XREAD BLOCK`) until `stop` is set.
-- Before starting and before every read it calls `store.check_not_reset(checkpoint, epoch)`: a
+- Before starting and before every read it checks `store.check_not_reset(checkpoint, epoch)` (with
+  the read, in one round trip: `store.read_checked` / `store.tail_checked`): a
   checkpoint whose event is not in the log, or a log whose epoch is not the one the projection
   was folded from (`epoch`, see projections.core.epoch) — `LogResetError`: the log was lost or
   replaced — stops the runner loudly, never silently. A Redis that cannot be reached is not a
@@ -11,6 +12,13 @@
   per batch) overlaps with applying the current one; `prefetch` batches are read ahead, so on a
   multi-core box several batches are embedded at once.
 - After each batch: `store.publish_checkpoint(name, pos)` and `notify(name, pos)`.
+- A batch made only of event types the projector ignores (`Skipping.ignored_types`, e.g.
+  `recall.served` for the projections that do not count recalls) is not applied: the checkpoint
+  moves in memory (published and notified as for any batch) and the projector stores it with
+  `advance` later — with its next applied batch (whose own checkpoint is later), on idle (an empty
+  tail read), at the end of `catch_up`, on stop, and at least every `flush_every_s` otherwise. The
+  stored checkpoint may lag the published one meanwhile: after a crash those events are re-read
+  and skipped again (the rows are the same at both positions).
 - Transient Redis errors (`events.redis.client.TRANSIENT_ERRORS`) are logged and retried with
   back-off (50 ms doubling to 2 s), so a runner resumes within ~2 s of Redis returning; the loop
   does not crash.
@@ -32,13 +40,16 @@ from events.envelope import Event
 from events.errors import LogResetError
 from events.redis.client import RETRY_BACKOFF_MAX_S, TRANSIENT_ERRORS
 from events.redis.store import EventStore
-from projections.core.projector import Generational, Maintainable, Preparable, Projector, after_checkpoint, generations
+from projections.core.projector import (
+    Generational, Maintainable, Preparable, Projector, Skipping, after_checkpoint, generations,
+)
 
 log = structlog.get_logger(__name__)
 
 TRANSIENT: tuple[type[BaseException], ...] = TRANSIENT_ERRORS
 
 Reader = Callable[[str | None], Awaitable[list[Event]]]
+SLOW_BATCH_MS = 100.0   # a batch that took longer is logged at info (the others at debug)
 
 
 @dataclass(slots=True)
@@ -64,14 +75,26 @@ class ProjectionRunner:
     backoff_max_s: float = RETRY_BACKOFF_MAX_S
     clock: Callable[[], float] = time.monotonic
     epoch: str | None = None          # the log the projection was folded from; None: not checked (scratch rebuilds)
+    flush_every_s: float = 1.0        # a checkpoint moved past ignored events alone is stored at least this often
     checkpoint: str | None = field(default=None, init=False)
     events_applied: int = field(default=0, init=False)
     _dirty: bool = field(default=False, init=False)
     _last_maintain: float = field(default=0.0, init=False)
     _tailing: bool = field(default=False, init=False)
+    _behind: str | None = field(default=None, init=False)   # checkpoint not stored yet (ignored events only)
+    _behind_since: float = field(default=0.0, init=False)
+    _ignored: frozenset[str] = field(default=frozenset(), init=False)
+    _preparable: bool = field(default=False, init=False)
+    _generational: bool = field(default=False, init=False)
+    _maintainable: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
         self._last_maintain = self.clock()
+        # capabilities looked up once (runtime-checkable protocol checks cost ~20 µs each)
+        self._ignored = frozenset(self.projector.ignored_types) if isinstance(self.projector, Skipping) else frozenset()
+        self._preparable = isinstance(self.projector, Preparable)
+        self._generational = isinstance(self.projector, Generational)
+        self._maintainable = isinstance(self.projector, Maintainable)
 
     @property
     def name(self) -> str:
@@ -85,9 +108,11 @@ class ProjectionRunner:
             cursor = await self._start(None)
 
             async def read(after: str | None) -> list[Event]:
-                return await self.store.read(after, until, self.batch_size)
+                return await self.store.read_checked(after, self.epoch, until, self.batch_size)
 
-            return await self._pump(read, cursor, None)
+            cursor = await self._pump(read, cursor, None)
+            await self._store_behind(None)
+            return cursor
         except LogResetError as exc:
             log.error("projection.log_reset", projector=self.name, checkpoint=self.checkpoint, error=str(exc))
             raise
@@ -98,9 +123,10 @@ class ProjectionRunner:
             cursor = await self._start(stop)
 
             async def read(after: str | None) -> list[Event]:
-                return await self.store.tail(after, count=self.batch_size, block_ms=self.block_ms)
+                return await self.store.tail_checked(after, self.epoch, count=self.batch_size, block_ms=self.block_ms)
 
             await self._pump(read, cursor, stop)
+            await self._store_behind(None)
             log.info("projection.stopped", projector=self.name, position=self.checkpoint)
         except LogResetError as exc:
             log.error("projection.log_reset", projector=self.name, checkpoint=self.checkpoint, error=str(exc))
@@ -141,6 +167,7 @@ class ProjectionRunner:
                     assert item.error is not None
                     raise item.error
                 if item.kind == "idle":
+                    await self._store_behind(stop)
                     await self._maybe_maintain()
                 else:
                     assert item.prepared is not None
@@ -183,12 +210,7 @@ class ProjectionRunner:
                 if halt.is_set():
                     return
                 after = cursor
-
-                async def once() -> list[Event]:
-                    await self.store.check_not_reset(after, self.epoch)
-                    return await read(after)
-
-                batch = await self._retry(once, "read", halt)
+                batch = await self._retry(lambda: read(after), "read", halt)
                 if halt.is_set():
                     return
                 if not batch:
@@ -197,7 +219,7 @@ class ProjectionRunner:
                     if not self._tailing:
                         return
                     continue
-                queue.put_nowait(_Item("batch", batch, asyncio.ensure_future(self._prepare(batch, halt))))
+                queue.put_nowait(_Item("batch", batch, self._prepared(batch, halt)))
                 cursor = batch[-1].position
         except asyncio.CancelledError:
             raise
@@ -210,6 +232,8 @@ class ProjectionRunner:
             return await queue.get()
         if stop.is_set():
             return None
+        if not queue.empty():
+            return queue.get_nowait()
         getter = asyncio.ensure_future(queue.get())
         stopper = asyncio.ensure_future(stop.wait())
         done, _ = await asyncio.wait({getter, stopper}, return_when=asyncio.FIRST_COMPLETED)
@@ -219,20 +243,45 @@ class ProjectionRunner:
         getter.cancel()
         return None
 
-    async def _prepare(self, batch: list[Event], stop: asyncio.Event | None) -> None:
-        if isinstance(self.projector, Preparable):
-            await self._retry(lambda: self.projector.prepare(batch), "prepare", stop)  # type: ignore[attr-defined]
+    def _skipped(self, batch: list[Event]) -> bool:
+        """Whether the projector ignores every event of `batch` (then it is not applied)."""
+        ignored = self._ignored
+        return bool(ignored) and all(e.type in ignored for e in batch)
+
+    def _prepared(self, batch: list[Event], stop: asyncio.Event | None) -> asyncio.Future[None]:
+        if self._preparable and not self._skipped(batch):
+            return asyncio.ensure_future(self._retry(lambda: self.projector.prepare(batch),  # type: ignore[attr-defined]
+                                                     "prepare", stop))
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        done.set_result(None)
+        return done
+
+    async def _store_behind(self, stop: asyncio.Event | None) -> None:
+        """Store the checkpoint moved past ignored events only (see the module doc)."""
+        pos = self._behind
+        if pos is None:
+            return
+        await self._retry(lambda: self.projector.advance(pos), "advance", stop)  # type: ignore[attr-defined]
+        self._behind = None
 
     async def _apply(self, batch: list[Event], stop: asyncio.Event | None) -> None:
         started = time.perf_counter()
-        await self._retry(lambda: self.projector.apply(batch), "apply", stop)
-        gens = (generations(self.projector, after_checkpoint(batch, self.checkpoint))
-                if isinstance(self.projector, Generational) else None)
+        skipped = self._skipped(batch)
+        if not skipped:
+            await self._retry(lambda: self.projector.apply(batch), "apply", stop)
+        gens = (generations(self.projector, after_checkpoint(batch, self.checkpoint))  # type: ignore[arg-type]
+                if self._generational else None)
         pos = positions.later(self.checkpoint, batch[-1].position)
         assert pos is not None
         self.checkpoint = pos
         self.events_applied += len(batch)
-        self._dirty = True
+        if skipped:
+            if self._behind is None:
+                self._behind_since = self.clock()
+            self._behind = pos
+        else:
+            self._behind = None   # the applied batch stored its own, later checkpoint
+            self._dirty = True
         if self.publish:
             await self._retry(lambda: self.store.publish_checkpoint(self.name, pos, gens, epoch=self.epoch), "publish",
                               stop)
@@ -241,17 +290,22 @@ class ProjectionRunner:
                 self.notify(self.name, pos)
             except Exception:  # noqa: BLE001 - a waiter bug must not stop the projection
                 log.exception("projection.notify_failed", projector=self.name, position=pos)
-        log.info("projection.batch", projector=self.name, position=pos, events=len(batch),
-                 ms=round((time.perf_counter() - started) * 1000, 1))
+        ms = (time.perf_counter() - started) * 1000
+        if ms >= SLOW_BATCH_MS:
+            log.info("projection.batch", projector=self.name, position=pos, events=len(batch), ms=round(ms, 1))
+        else:
+            log.debug("projection.batch", projector=self.name, position=pos, events=len(batch), skipped=skipped)
+        if self._behind is not None and self.clock() - self._behind_since >= self.flush_every_s:
+            await self._store_behind(stop)
 
     async def _maybe_maintain(self) -> None:
-        if not self._dirty or not isinstance(self.projector, Maintainable):
+        if not self._dirty or not self._maintainable:
             return
         if self.clock() - self._last_maintain < self.maintain_every_s:
             return
         started = time.perf_counter()
         try:
-            await self.projector.maintain()
+            await self.projector.maintain()  # type: ignore[attr-defined]
         except Exception:  # noqa: BLE001 - upkeep failing must not stop the projection
             log.exception("projection.maintain_failed", projector=self.name)
         else:

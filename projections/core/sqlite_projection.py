@@ -2,7 +2,9 @@
 first write only; the checkpoint in a `checkpoint` table written in the SAME transaction as the
 rows (`BEGIN IMMEDIATE`, the checkpoint re-read inside it), so a batch applied twice, or by two
 writers, changes nothing and a crash leaves the whole batch or none of it; digests read one
-snapshot. Subclasses give the schema and fold the fresh events of a batch."""
+snapshot. Subclasses give the schema and fold the fresh events of a batch, and may name the event
+types their fold never changes anything for (`ignored_types`: the runner then skips batches of those
+alone and moves the checkpoint with `advance`, see projections.core.projector.Skipping)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import sqlite3
 import threading
 from pathlib import Path
 
+from events import positions
 from events.envelope import Event
 from projections.core.projector import after_checkpoint, last_position
 
@@ -19,6 +22,7 @@ class SqliteProjection:
     name: str = ""
     schema: str = ""            # CREATE TABLE IF NOT EXISTS ... (the checkpoint table is added here)
     schema_version: int = 1
+    ignored_types: frozenset[str] = frozenset()   # event types whose fold never changes a row
 
     def __init__(self, directory: Path, db_file: str) -> None:
         self.directory = Path(directory)
@@ -91,6 +95,26 @@ class SqliteProjection:
 
     def _fold_batch(self, conn: sqlite3.Connection, events: list[Event]) -> None:
         raise NotImplementedError
+
+    async def advance(self, position: str) -> None:
+        """Skipping: store `position` as the checkpoint, when later than the stored one (no row changes)."""
+        await asyncio.to_thread(self._advance, position)
+
+    def _advance(self, position: str) -> None:
+        with self._lock:
+            conn = self._connect(create=True)
+            assert conn is not None
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                checkpoint = self._checkpoint(conn)
+                if positions.key(position) > positions.key(checkpoint):
+                    conn.execute("INSERT INTO checkpoint (projector, position) VALUES (?, ?) "
+                                 "ON CONFLICT (projector) DO UPDATE SET position = excluded.position",
+                                 (self.name, position))
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
 
     def _snapshot(self, *queries: str) -> list[list[tuple]]:
         """The results of `queries` in one read snapshot ([] each before the first write)."""

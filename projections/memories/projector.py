@@ -41,7 +41,7 @@ from projections.memories.fold import fold
 from projections.memories.schema import (
     FILTER_COLUMNS, SCALAR_COLUMNS, SCHEMA_VERSION, SEARCH_TEXT, TABLE, memories_schema, memory_ids_of, read_scope_of,
 )
-from projections.core.projector import after_checkpoint, last_position
+from projections.core.projector import RECALL_AUDIT, after_checkpoint, last_position
 from projections.text.lexical import FTS_CONFIG
 
 log = structlog.get_logger(__name__)
@@ -63,6 +63,7 @@ class MemoriesProjector(LanceProjection):
     """Folds `memory.committed` / `memory.deleted` into LanceDB under `directory` (single writer)."""
 
     name = "memories"
+    ignored_types = RECALL_AUDIT   # counted by the activity, graph and metrics projections only
 
     def __init__(self, directory: Path, embedder: Any, *, compact_after_writes: int = 100,
                  compact_after_rows: int = 5000, vector_index_min_rows: int = 5000, serving_indexes: bool = True,

@@ -26,6 +26,7 @@ from events.catalogue import SynonymAdded
 from events.envelope import Event
 from projections.core.digest import Digester
 from projections.synonyms.reader import DB_FILE, normalize_term
+from projections.core.projector import RECALL_AUDIT
 from projections.core.sqlite_projection import SqliteProjection
 
 SCHEMA_VERSION = 1
@@ -53,6 +54,7 @@ def members(event: SynonymAdded) -> list[tuple[str, str]]:
 
 class SynonymsProjector(SqliteProjection):
     name = "synonyms"
+    ignored_types = RECALL_AUDIT   # counted by the activity, graph and metrics projections only
     schema = _SCHEMA
     schema_version = SCHEMA_VERSION
 

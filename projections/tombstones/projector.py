@@ -43,7 +43,7 @@ from events.hlc import iso_from_ms
 from projections.core.checkpoint import Checkpoint
 from projections.core.lance import LanceTable, WriterLock
 from projections.core.lance_projection import TableProjection
-from projections.core.projector import after_checkpoint, last_position
+from projections.core.projector import RECALL_AUDIT, after_checkpoint, last_position
 from projections.tombstones.reader import SCHEMA, SCHEMA_VERSION, TABLE
 
 log = structlog.get_logger(__name__)
@@ -92,6 +92,7 @@ class TombstonesProjector(TableProjection):
     """Folds `memory.forgotten` / `memory.merged` / `memory.unmerged` into LanceDB under `directory` (single writer)."""
 
     name = "tombstones"
+    ignored_types = RECALL_AUDIT   # counted by the activity, graph and metrics projections only
     schema = SCHEMA
 
     def __init__(self, directory: Path, *, compact_after_writes: int = 100,

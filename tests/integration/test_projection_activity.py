@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from events import positions
 from events.catalogue import RecallServed, new_event
 from projections.activity.projector import ActivityProjector
 from projections.activity.reader import ActivityReader, RecallCounts
@@ -52,6 +53,27 @@ async def test_another_origin_counts_separately_and_its_redeliveries_do_not(stor
     assert reader.recalls(["a"])["a"][0] == 5
     reader.close()
     await p.close()
+
+
+async def test_a_batch_folded_at_once_equals_its_events_folded_one_by_one(store, tmp_path: Path) -> None:
+    """The batch's recalls are summed per (memory, origin) before one upsert each: the same counts, last
+    times and high-water marks as one event at a time, two origins mixed."""
+    await store.append([served("a", "b", "a"), served("b", "c"), served("a")])
+    local = await store.read()
+    remote = [e.placed(position=f"{e.position.split('-')[0]}-{9 + i}", hlc=e.hlc, origin="replica-b")
+              for i, e in enumerate(local[:2])]
+    batch = sorted([*local, *remote], key=lambda e: positions.key(e.position))
+    together = ActivityProjector(tmp_path / "together")
+    await together.apply(batch)
+    alone = ActivityProjector(tmp_path / "alone")
+    for e in batch:
+        await alone.apply([e])
+    assert await together.digest() == await alone.digest()
+    reader = ActivityReader(tmp_path / "together")
+    assert {k: v[0] for k, v in reader.recalls(["a", "b", "c"]).items()} == {"a": 3, "b": 4, "c": 2}
+    reader.close()
+    await together.close()
+    await alone.close()
 
 
 async def test_recall_counts_in_memory_follow_the_projection_by_change_numbers(tmp_path: Path) -> None:

@@ -201,3 +201,104 @@ async def test_generations_are_published_per_namespace_and_ignore_recall_served(
     await ProjectionRunner(store, p).catch_up()
     assert await store.generations(fields) == [first.positions[0], deleted.position, ""]
     await p.close()
+
+
+def recall_served(*ids: str):
+    from events.catalogue import RecallServed
+
+    return new_event(RecallServed("q", ("shared",), ids, tuple(0.5 for _ in ids)), ns="shared", agent="alice")
+
+
+class CountingApply(MemoriesProjector):
+    applied = 0
+
+    async def apply(self, events) -> None:
+        self.applied += 1
+        await super().apply(events)
+
+
+async def test_a_batch_of_ignored_events_is_published_but_stored_later(store, tmp_path: Path) -> None:
+    """recall.served alone (memories ignore it): not applied, the checkpoint published and notified at
+    once, stored by the projector when the tail goes idle (and on stop)."""
+    commits = await append_n(store, 0, 2)
+    p = CountingApply(tmp_path, HashEmbedder())
+    seen: list[str] = []
+    runner = ProjectionRunner(store, p, block_ms=1500, notify=lambda n, q: seen.append(q))
+    stop = asyncio.Event()
+    task = asyncio.create_task(runner.run(stop))
+    await eventually(lambda: _at(store, commits[-1]), what="the commits folded")
+    applied = p.applied
+    recalls = (await store.append([recall_served("m0"), recall_served("m1")])).positions
+    await eventually(lambda: _at(store, recalls[-1]), what="the recalls published")
+    assert seen[-1] == recalls[-1] and p.applied == applied                # not applied
+    assert await p.load_checkpoint() == commits[-1]                      # not stored yet
+    await eventually(lambda: _stored(p, recalls[-1]), what="stored once the tail went idle")
+    more = (await store.append([recall_served("m0")])).positions
+    await eventually(lambda: _at(store, more[-1]), what="one more published")
+    stop.set()
+    await asyncio.wait_for(task, 2.0)
+    assert await p.load_checkpoint() == more[-1] and p.applied == applied  # stored on stop
+    await p.close()
+
+
+async def _stored(p, position: str) -> bool:
+    return await p.load_checkpoint() == position
+
+
+async def test_a_checkpoint_behind_is_stored_with_the_next_applied_batch_or_after_flush_every_s(
+        store, tmp_path: Path) -> None:
+    now = [0.0]
+    p = CountingApply(tmp_path, HashEmbedder())
+    runner = ProjectionRunner(store, p, batch_size=1, clock=lambda: now[0], flush_every_s=10)
+    first = (await store.append([commit(0), recall_served("m0")])).positions
+    await runner.catch_up()
+    assert p.applied == 1 and await p.load_checkpoint() == first[-1]      # the end of a catch-up stores it
+    second = (await store.append([recall_served("m0"), recall_served("m0"), commit(1)])).positions
+    assert await runner.catch_up(until=second[1]) == second[1]
+    assert await p.load_checkpoint() == second[1]
+    await runner.catch_up()   # the commit's own checkpoint
+    assert p.applied == 2 and await p.load_checkpoint() == second[-1]
+    # time-based: a skipped batch stores the checkpoint once flush_every_s passed since the first one behind
+    third = (await store.append([recall_served("m0"), recall_served("m0"), recall_served("m0")])).positions
+    runner2 = ProjectionRunner(store, p, batch_size=1, clock=lambda: now[0], flush_every_s=10, block_ms=5000)
+    await runner2._start(None)
+    batches = [[e] for e in await store.read(second[-1])]
+    await runner2._apply(batches[0], None)
+    now[0] = 5
+    await runner2._apply(batches[1], None)
+    assert await p.load_checkpoint() == second[-1]   # behind, for less than 10 s
+    now[0] = 11
+    await runner2._apply(batches[2], None)
+    assert await p.load_checkpoint() == third[-1] and p.applied == 2
+    # behind, then an applied batch: its own (later) checkpoint is stored with its rows
+    fourth = (await store.append([recall_served("m0"), commit(2)])).positions
+    batches = [[e] for e in await store.read(third[-1])]
+    await runner2._apply(batches[0], None)
+    assert await p.load_checkpoint() == third[-1]
+    await runner2._apply(batches[1], None)
+    assert await p.load_checkpoint() == fourth[-1] and p.applied == 3
+    await p.close()
+
+
+async def test_a_crash_while_behind_re_reads_the_ignored_events_and_ends_the_same(store, tmp_path: Path) -> None:
+    commits = await append_n(store, 0, 3)
+    p = MemoriesProjector(tmp_path, HashEmbedder())
+    stop = asyncio.Event()
+    runner = ProjectionRunner(store, p, block_ms=5000, flush_every_s=3600)
+    task = asyncio.create_task(runner.run(stop))
+    await eventually(lambda: _at(store, commits[-1]), what="the commits folded")
+    digest = await p.digest()
+    recalls = (await store.append([recall_served("m0", "m1"), recall_served("m2")])).positions
+    await eventually(lambda: _at(store, recalls[-1]), what="the recalls published")
+    task.cancel()   # a crash: nothing more is stored
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await p.load_checkpoint() == commits[-1]
+    await p.close()
+
+    again = MemoriesProjector(tmp_path, HashEmbedder())
+    restarted = ProjectionRunner(store, again)
+    assert await restarted.catch_up() == recalls[-1]
+    assert restarted.events_applied == 2 and await again.load_checkpoint() == recalls[-1]
+    assert await again.digest() == digest
+    await again.close()

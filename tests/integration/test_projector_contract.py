@@ -8,7 +8,9 @@ projectors as the registry builds them, a real Redis and a temporary data direct
   the old checkpoint, ends with the digest of a clean run (nothing counted twice);
 - events of unknown types advance the checkpoint and change nothing;
 - folding the same log twice (two replays, and the log delivered again over a folded projection)
-  gives the same digest.
+  gives the same digest;
+- the event types a projector declares ignored (`Skipping.ignored_types`) change nothing, and its
+  `advance` stores a checkpoint moved past them.
 
 A projector on a new storage base needs a crash seam here (`crash_before_checkpoint`).
 """
@@ -21,10 +23,11 @@ from typing import Any
 
 import pytest
 
+from events.catalogue import RecallServed, new_event
 from events.envelope import Event, UnknownPayload
 from events.redis.store import EventStore
 from projections.core.lance_projection import LanceProjection
-from projections.core.projector import Projector
+from projections.core.projector import Projector, Skipping
 from projections.core.registry import NAMES, make_projectors
 from projections.core.runner import ProjectionRunner
 from projections.core.sqlite_projection import SqliteProjection
@@ -184,3 +187,46 @@ async def test_folding_the_same_log_twice_gives_the_same_digest(
     reopened = await opened(tmp_path / "small-batches")
     await reopened.apply(log[: len(log) // 3])  # an older prefix, to a new writer
     assert await reopened.digest() == digest and await reopened.load_checkpoint() == log[-1].position
+
+
+@each_projector
+async def test_the_event_types_a_projector_ignores_change_nothing(
+        name: str, store: EventStore, log: list[Event], opened, tmp_path: Path) -> None:
+    """`Skipping.ignored_types` lets the runner skip batches of those types (no apply): folding them must
+    change no row, which folding the log with and without them shows."""
+    projector = await opened(tmp_path / "all")
+    ignored = getattr(projector, "ignored_types", frozenset())
+    if not ignored:
+        assert name in ("activity", "graph", "metrics"), f"{name} folds recall.served?"
+        return
+    assert isinstance(projector, Skipping)
+    dropped = [e for e in log if e.type in ignored]
+    assert dropped, f"the fixture log holds none of {sorted(ignored)}: the test proves nothing"
+    for e in log:   # applied one by one: the ignored events on their own as well
+        await projector.apply([e])
+    without = await opened(tmp_path / "without")
+    for e in log:
+        if e.type not in ignored:
+            await without.apply([e])
+    assert await projector.digest() == await without.digest()
+
+
+@each_projector
+async def test_a_checkpoint_moved_past_ignored_events_is_stored_by_advance(
+        name: str, store: EventStore, log: list[Event], opened, tmp_path: Path) -> None:
+    fresh = await opened(tmp_path / "fresh")
+    if not isinstance(fresh, Skipping):
+        return
+    empty = await fresh.digest()
+    first = await store.append([new_event(RecallServed("q", ("shared",), (), ()), ns="shared", agent="contract")])
+    await fresh.advance(first.position)   # nothing applied yet: the checkpoint alone
+    assert await fresh.load_checkpoint() == first.position and await fresh.digest() == empty
+
+    projector = await opened(tmp_path / "p")
+    await fold(store, projector)
+    digest = await projector.digest()
+    await projector.advance(log[5].position)   # behind the stored checkpoint: it never moves back
+    assert await projector.load_checkpoint() == first.position
+    res = await store.append([new_event(RecallServed("q", ("shared",), (), ()), ns="shared", agent="contract")])
+    await projector.advance(res.position)
+    assert await projector.load_checkpoint() == res.position and await projector.digest() == digest
