@@ -32,7 +32,8 @@ __all__ = ["BM25Params", "LexicalIndex"]
 #: scattering df of them from about df > N/10 (at 67k slots: 17 us against 64 us at df 20k).
 DENSE_SHARE = 0.1
 DENSE_MIN_SLOTS = 4096
-DENSE_BUDGET_BYTES = 32 << 20     # per index: the dense rows kept, least recently used dropped first
+DENSE_BUDGET_BYTES = 32 << 20     # per index: the dense rows kept, least recently used dropped first ...
+DENSE_ROWS = 16                   # ... and no more than this many (16 x 4 bytes a slot)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,55 +50,118 @@ class BM25Params:
 
 
 class LexicalIndex:
+    """Postings as flat arrays per term (int32 slots, float32 term frequencies); each document's
+    distinct terms as term ids in one arena (what removing it needs), no per-document objects."""
+
     def __init__(self, params: BM25Params = BM25Params()) -> None:
         self.params = params
-        self._postings: dict[str, tuple[array, array]] = {}   # term -> (slots 'l', tfs 'f')
-        self._df: Counter[str] = Counter()
-        self._doc_terms: dict[int, Counter[str]] = {}           # live slot -> its term counts
+        self._tid: dict[str, int] = {}                          # term -> term id
+        self._terms: list[str] = []                             # term id -> term
+        self._postings: list[tuple[array, array]] = []          # term id -> (slots 'i', tfs 'f')
+        self._df = array("i")                                   # term id -> live documents holding it
+        self._indexed = bytearray()                             # by slot: 1 while indexed
         self._doc_len = array("f")                              # by slot; 0 once removed
+        self._doc_start = array("q")                            # by slot: its distinct term ids in _doc_tids
+        self._doc_end = array("q")
+        self._doc_tids = array("i")
+        self._count = 0
         self._total_len = 0
-        # term -> (postings length, avgdl, N) it was computed at, and each posting's BM25 part
+        # term id -> (postings length, avgdl, N) it was computed at, and each posting's BM25 part
         # tf * (k1 + 1) / (tf + k1 * (1 - b + b * |d| / avgdl)): reused until the index changes
-        self._impacts: dict[str, tuple[int, float, int, np.ndarray]] = {}
+        self._impacts: dict[int, tuple[int, float, int, np.ndarray]] = {}
         self._dense: OrderedDict[str, tuple[tuple[int, float, int, int], np.ndarray]] = OrderedDict()
         self._dense_bytes = 0
 
     def __len__(self) -> int:
-        return len(self._doc_terms)
+        return self._count
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held in arrays (postings, per-document arrays, cached impacts and dense rows)."""
+        postings = sum(a.itemsize * len(a) + b.itemsize * len(b) for a, b in self._postings)
+        per_doc = len(self._indexed) + 20 * len(self._doc_len) + 4 * len(self._doc_tids)
+        return postings + per_doc + sum(v[3].nbytes for v in self._impacts.values()) + self._dense_bytes
+
+    def _grow(self, slot: int) -> None:
+        more = slot + 1 - len(self._indexed)
+        if more > 0:
+            self._indexed.extend(bytes(more))
+            self._doc_len.extend([0.0] * more)
+            self._doc_start.extend([0] * more)
+            self._doc_end.extend([0] * more)
 
     def add(self, slot: int, terms: list[str]) -> None:
-        if slot in self._doc_terms:
+        if slot < len(self._indexed) and self._indexed[slot]:
             raise ValueError(f"slot {slot} is already indexed")
+        self._grow(slot)
         counts = Counter(terms)
+        self._doc_start[slot] = len(self._doc_tids)
         for term, tf in counts.items():
-            slots, tfs = self._postings.get(term) or self._postings.setdefault(term, (array("l"), array("f")))
+            tid = self._tid.get(term)
+            if tid is None:
+                tid = self._tid[term] = len(self._terms)
+                self._terms.append(term)
+                self._postings.append((array("i"), array("f")))
+                self._df.append(0)
+            slots, tfs = self._postings[tid]
             slots.append(slot)
             tfs.append(float(tf))
-            self._df[term] += 1
-        if slot >= len(self._doc_len):
-            self._doc_len.extend([0.0] * (slot + 1 - len(self._doc_len)))
+            self._df[tid] += 1
+            self._doc_tids.append(tid)
+        self._doc_end[slot] = len(self._doc_tids)
+        self._indexed[slot] = 1
         self._doc_len[slot] = float(len(terms))
-        self._doc_terms[slot] = counts
+        self._count += 1
         self._total_len += len(terms)
 
     def remove(self, slot: int) -> None:
-        counts = self._doc_terms.pop(slot, None)
-        if counts is None:
+        if slot >= len(self._indexed) or not self._indexed[slot]:
             return
-        for term in counts:
-            self._df[term] -= 1
-            if self._df[term] <= 0:
-                del self._df[term]
+        for tid in self._doc_tids[self._doc_start[slot]:self._doc_end[slot]]:
+            self._df[tid] -= 1
+        self._indexed[slot] = 0
+        self._count -= 1
         self._total_len -= int(self._doc_len[slot])
         self._doc_len[slot] = 0.0
 
     def df(self, term: str) -> int:
-        return self._df.get(term, 0)
+        tid = self._tid.get(term)
+        return 0 if tid is None else self._df[tid]
+
+    def remapped(self, moved: np.ndarray, size: int) -> "LexicalIndex":
+        """A copy over new slots: `moved[old]` is an indexed slot's new slot (-1: dropped); the new
+        slots (below `size`) keep their documents' term frequencies and lengths."""
+        new = LexicalIndex(self.params)
+        if size:
+            new._grow(size - 1)
+        for tid, (raw_slots, raw_tfs) in enumerate(self._postings):
+            if self._df[tid] <= 0:
+                continue
+            slots = np.frombuffer(raw_slots, dtype=np.int32)
+            to = moved[slots]
+            keep = to >= 0
+            if not keep.any():
+                continue
+            ntid = new._tid[self._terms[tid]] = len(new._terms)
+            new._terms.append(self._terms[tid])
+            new._postings.append((array("i", to[keep].astype(np.int32).tobytes()),
+                                  array("f", np.frombuffer(raw_tfs, dtype=np.float32)[keep].tobytes())))
+            new._df.append(int(keep.sum()))
+        for old in np.flatnonzero(moved >= 0):
+            slot = int(moved[old])
+            new._doc_start[slot] = len(new._doc_tids)
+            new._doc_tids.extend(new._tid[self._terms[t]] for t in self._doc_tids[self._doc_start[old]:self._doc_end[old]])
+            new._doc_end[slot] = len(new._doc_tids)
+            new._indexed[slot] = 1
+            new._doc_len[slot] = self._doc_len[old]
+            new._count += 1
+            new._total_len += int(self._doc_len[old])
+        return new
 
     def scores(self, terms: list[str]) -> np.ndarray | None:
         """BM25 of every slot (0 where no term matches; removed slots may hold stale values: mask
         them), or None when no query term is indexed."""
-        n = len(self._doc_terms)
+        n = self._count
         if n == 0 or not terms:
             return None
         k1, b = self.params.k1, self.params.b
@@ -106,20 +170,22 @@ class LexicalIndex:
         scores = np.zeros(len(doc_len), dtype=np.float32)
         touched = False
         for term, qtf in Counter(terms).items():
-            df = self._df.get(term, 0)
-            if df == 0:
+            tid = self._tid.get(term)
+            df = 0 if tid is None else self._df[tid]
+            if df <= 0:
                 continue
-            raw_slots, raw_tfs = self._postings[term]
-            slots = np.frombuffer(raw_slots, dtype=np.int64)
+            assert tid is not None
+            raw_slots, raw_tfs = self._postings[tid]
+            slots = np.frombuffer(raw_slots, dtype=np.int32)
             idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-            cached = self._impacts.get(term)
+            cached = self._impacts.get(tid)
             if cached is not None and cached[0] == len(raw_slots) and cached[1] == avgdl and cached[2] == n:
                 impact = cached[3]
             else:
                 tfs = np.frombuffer(raw_tfs, dtype=np.float32)
                 norm = k1 * (1.0 - b + b * doc_len[slots] / avgdl)
                 impact = tfs * (k1 + 1.0) / (tfs + norm)
-                self._impacts[term] = (len(raw_slots), avgdl, n, impact)
+                self._impacts[tid] = (len(raw_slots), avgdl, n, impact)
             if len(slots) > DENSE_SHARE * len(doc_len) and len(doc_len) >= DENSE_MIN_SLOTS:
                 dense = self._dense_row(term, (len(raw_slots), avgdl, n, len(doc_len)), slots, impact)
                 if touched:
@@ -133,7 +199,9 @@ class LexicalIndex:
 
     def _dense_row(self, term: str, key: tuple[int, float, int, int], slots: np.ndarray,
                    impact: np.ndarray) -> np.ndarray:
-        """`impact` laid out by slot (see DENSE_SHARE), cached while the index is unchanged."""
+        """`impact` laid out by slot (see DENSE_SHARE), cached while the index is unchanged; at
+        most DENSE_BUDGET_BYTES, and DENSE_ROWS rows' worth, per index."""
+        budget = min(DENSE_BUDGET_BYTES, DENSE_ROWS * 4 * key[3])
         cached = self._dense.get(term)
         if cached is not None and cached[0] == key:
             self._dense.move_to_end(term)
@@ -145,7 +213,7 @@ class LexicalIndex:
         row[slots] = impact
         self._dense[term] = (key, row)
         self._dense_bytes += row.nbytes
-        while self._dense_bytes > DENSE_BUDGET_BYTES and len(self._dense) > 1:
+        while self._dense_bytes > budget and len(self._dense) > 1:
             _, (_, dropped) = self._dense.popitem(last=False)
             self._dense_bytes -= dropped.nbytes
         return row

@@ -1,12 +1,14 @@
 """In-memory cosine search over one namespace's vectors (the serving index's dense half).
 
-The owner keeps the vectors (unit length, one row per slot) and a mask of live slots; this
+The owner keeps the vectors (unit length, one row per slot: int8 codes in the serving index,
+:mod:`projections.serving.vectors`; any float32 matrix works too) and a mask of live slots; this
 module decides how to search them:
 
 * exact: one matrix-vector product over every slot — below :attr:`IvfParams.min_rows` rows
-  (about 1 ms at 10k x 512);
-* IVF-flat above it: spherical k-means partitions the rows into ~sqrt(N) lists, stored
-  contiguously; a query scores the centroids, scans the nearest lists until they cover
+  (about 1 ms at 10k x 512 int8);
+* IVF-flat above it: spherical k-means partitions the rows into ~sqrt(N) lists (their slots,
+  and their reduced rows when the reduced scan applies, stored list by list); a query scores the
+  centroids, scans the nearest lists until they cover
   :attr:`IvfParams.scan_fraction` of the rows (at least :attr:`IvfParams.min_probe` lists), and
   scans exactly the rows added since the partitioning. A new partitioning is trained, off the
   event loop, when the rows added since the last one exceed :attr:`IvfParams.rebuild_growth`
@@ -32,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from projections.serving.topk import top_hits
+from projections.serving.vectors import VectorRows, as_rows
 
 __all__ = ["Ivf", "IvfParams", "exact_top", "train_ivf"]
 
@@ -52,38 +55,39 @@ class IvfParams:
 REDUCED_DIMS = (64, 128, 192, 256)
 
 
-def exact_top(vectors: np.ndarray, query: np.ndarray, k: int, live: np.ndarray,
-              slots: np.ndarray | None = None) -> list[tuple[int, float]]:
-    """Best `k` (slot, cosine) among `slots` (default: every row of `vectors`), live ones only."""
+def exact_top(vectors: VectorRows | np.ndarray, query: np.ndarray, k: int, live: np.ndarray,
+              slots: np.ndarray | None = None, size: int | None = None) -> list[tuple[int, float]]:
+    """Best `k` (slot, cosine) among `slots` (default: the first `size` rows, all of a matrix), live ones only."""
+    rows = as_rows(vectors)
     if slots is None:
-        n = min(len(vectors), len(live))
-        scores = vectors[:n] @ query
-        ok = live[:n]
-        idx = np.flatnonzero(ok)
-        scores, cand = scores[idx], idx
+        n = min(len(vectors) if size is None else size, len(live))
+        idx = np.flatnonzero(live[:n])
+        scores = rows.dot(query, 0, n)[idx] if len(idx) * 2 > n else rows.dot_slots(query, idx)
+        cand = idx
     else:
-        slots = slots[live[slots]]
-        scores, cand = vectors[slots] @ query, slots
+        cand = slots[live[slots]]
+        scores = rows.dot_slots(query, cand)
     return top_hits(cand, scores, k)
 
 
 @dataclass(slots=True)
 class Ivf:
-    """A partitioning of the slots [0, covered): lists stored contiguously for scanning."""
+    """A partitioning of the slots [0, covered), lists stored contiguously for scanning: the
+    slots of each list (`order`) and, for the reduced scan, their reduced rows (`reduced`)."""
 
     centroids: np.ndarray         # (nlist, dim), unit length
-    offsets: np.ndarray           # (nlist + 1,) into `order` / `packed`
-    order: np.ndarray             # slots, grouped by list
-    packed: np.ndarray            # vectors[order]: each list is one contiguous block
+    offsets: np.ndarray           # (nlist + 1,) into `order` / `reduced`
+    order: np.ndarray             # slots (int32), grouped by list
     covered: int                  # slots below this were partitioned
     basis: np.ndarray | None = None     # (dim, d) principal axes of the reduced scan; None: full vectors
     center: np.ndarray | None = None    # (dim,) the mean they were taken around
-    reduced: np.ndarray | None = None   # (packed - center) @ basis, in `packed`'s order
+    reduced: np.ndarray | None = None   # (rows[order] - center) @ basis, float32
     tail: np.ndarray | None = None      # the same for slots covered.. (grown as rows are added)
     tail_rows: int = 0
 
-    def search(self, vectors: np.ndarray, size: int, query: np.ndarray, k: int, live: np.ndarray,
+    def search(self, vectors: VectorRows | np.ndarray, size: int, query: np.ndarray, k: int, live: np.ndarray,
                params: IvfParams) -> list[tuple[int, float]]:
+        rows = as_rows(vectors)
         nlist = len(self.centroids)
         lists = np.argsort(-(self.centroids @ query), kind="stable")
         want = max(params.scan_fraction * len(self.order), 1.0)
@@ -92,24 +96,18 @@ class Ivf:
         ranges = [(int(self.offsets[li]), int(self.offsets[li + 1])) for li in lists[:probe]]
         ranges = [(lo, hi) for lo, hi in ranges if hi > lo]
         if self.reduced is not None:
-            cand, scores = self._reduced_scan(ranges, vectors, size, query, max(params.rerank, 4 * k), live)
+            cand, scores = self._reduced_scan(ranges, rows, size, query, max(params.rerank, 4 * k), live)
             return top_hits(cand, scores, k)
-        cand_parts, score_parts = [], []
-        for lo, hi in ranges:
-            cand_parts.append(self.order[lo:hi])
-            score_parts.append(self.packed[lo:hi] @ query)
+        parts = [self.order[lo:hi] for lo, hi in ranges]
         if size > self.covered:  # rows added since the partitioning: scanned exactly
-            tail = np.arange(self.covered, size)
-            cand_parts.append(tail)
-            score_parts.append(vectors[self.covered:size] @ query)
-        if not cand_parts:
+            parts.append(np.arange(self.covered, size, dtype=np.int32))
+        if not parts:
             return []
-        cand = np.concatenate(cand_parts)
-        scores = np.concatenate(score_parts)
-        ok = live[cand]
-        return top_hits(cand[ok], scores[ok], k)
+        cand = np.concatenate(parts)
+        cand = cand[live[cand]]
+        return top_hits(cand, rows.dot_slots(query, cand), k)
 
-    def _reduced_scan(self, ranges: list[tuple[int, int]], vectors: np.ndarray, size: int, query: np.ndarray,
+    def _reduced_scan(self, ranges: list[tuple[int, int]], rows: VectorRows, size: int, query: np.ndarray,
                       rerank: int, live: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The probed lists and the tail scanned in the reduced space; the best `rerank` live
         rows re-scored with the full vectors. (q . v = q . center + q . (v - center): the first
@@ -119,8 +117,8 @@ class Ivf:
         slots = [self.order[lo:hi] for lo, hi in ranges]
         coarse = [self.reduced[lo:hi] @ q for lo, hi in ranges]
         if size > self.covered:
-            slots.append(np.arange(self.covered, size))
-            coarse.append(self._tail(vectors, size) @ q)
+            slots.append(np.arange(self.covered, size, dtype=np.int32))
+            coarse.append(self._tail(rows, size) @ q)
         if not slots:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         cand, scores = np.concatenate(slots), np.concatenate(coarse)
@@ -128,9 +126,9 @@ class Ivf:
         cand, scores = cand[ok], scores[ok]
         if len(cand) > rerank:
             cand = cand[np.argpartition(-scores, rerank - 1)[:rerank]]
-        return cand, vectors[cand] @ query
+        return cand, rows.dot_slots(query, cand)
 
-    def _tail(self, vectors: np.ndarray, size: int) -> np.ndarray:
+    def _tail(self, rows: VectorRows, size: int) -> np.ndarray:
         """Reduced rows of slots covered..size, projecting only the rows added since last time
         (rows below a partition's size never change); capacity doubles as it grows."""
         assert self.basis is not None and self.center is not None
@@ -142,7 +140,7 @@ class Ivf:
                 grown[:self.tail_rows] = self.tail[:self.tail_rows] if self.tail is not None else grown[:0]
                 self.tail = grown
             lo = self.covered + self.tail_rows
-            self.tail[self.tail_rows:want] = (vectors[lo:size] - self.center) @ self.basis
+            self.tail[self.tail_rows:want] = (rows.take(np.arange(lo, size)) - self.center) @ self.basis
             self.tail_rows = want
         assert self.tail is not None
         return self.tail[:want]
@@ -157,14 +155,21 @@ def _normalised(m: np.ndarray) -> np.ndarray:
     return m / norms
 
 
-def train_ivf(vectors: np.ndarray, live: np.ndarray, params: IvfParams) -> Ivf:
-    """Partition the live rows of `vectors` (a snapshot: the caller must not mutate them meanwhile)."""
-    covered = len(vectors)
-    slots = np.flatnonzero(live[:covered])
+_TRAIN_BLOCK = 8192
+
+
+def train_ivf(vectors: VectorRows | np.ndarray, live: np.ndarray, params: IvfParams,
+              size: int | None = None) -> Ivf:
+    """Partition the live rows among the first `size` (all of a matrix) of `vectors` (rows below
+    `size` must not change meanwhile: the caller trains over a snapshot)."""
+    rows = as_rows(vectors)
+    covered = len(vectors) if size is None else size
+    slots = np.flatnonzero(live[:covered]).astype(np.int32)
     n = len(slots)
     nlist = max(1, int(round(math.sqrt(n))))
     sample_n = min(n, nlist * params.train_sample)
-    sample = vectors[slots[np.linspace(0, n - 1, sample_n).astype(np.int64)]] if n else vectors[:0]
+    sample = rows.take(slots[np.linspace(0, n - 1, sample_n).astype(np.int64)]) if n else \
+        np.zeros((0, rows.dim), dtype=np.float32)
     centroids = sample[np.linspace(0, len(sample) - 1, nlist).astype(np.int64)].copy() if n else sample
     for _ in range(params.rounds if n else 0):
         assign = np.argmax(sample @ centroids.T, axis=1)
@@ -175,18 +180,19 @@ def train_ivf(vectors: np.ndarray, live: np.ndarray, params: IvfParams) -> Ivf:
         sums[empty] = centroids[empty]  # an empty list keeps its centroid
         centroids = _normalised(sums)
     assign = np.empty(n, dtype=np.int64)
-    for lo in range(0, n, 8192):
-        assign[lo:lo + 8192] = np.argmax(vectors[slots[lo:lo + 8192]] @ centroids.T, axis=1)
-    by_list = np.argsort(assign, kind="stable")
-    order = slots[by_list]
+    for lo in range(0, n, _TRAIN_BLOCK):
+        assign[lo:lo + _TRAIN_BLOCK] = np.argmax(rows.take(slots[lo:lo + _TRAIN_BLOCK]) @ centroids.T, axis=1)
+    order = slots[np.argsort(assign, kind="stable")]
     offsets = np.zeros(nlist + 1, dtype=np.int64)
     np.cumsum(np.bincount(assign, minlength=nlist), out=offsets[1:])
-    packed = np.ascontiguousarray(vectors[order])
-    ivf = Ivf(centroids=centroids.astype(np.float32), offsets=offsets, order=order, packed=packed, covered=covered)
+    ivf = Ivf(centroids=centroids.astype(np.float32), offsets=offsets, order=order, covered=covered)
     axes = _principal_axes(sample, params.reduce_variance)
     if axes is not None:
         ivf.center, ivf.basis = axes
-        ivf.reduced = np.ascontiguousarray((packed - ivf.center) @ ivf.basis, dtype=np.float32)
+        reduced = np.empty((n, ivf.basis.shape[1]), dtype=np.float32)
+        for lo in range(0, n, _TRAIN_BLOCK):
+            reduced[lo:lo + _TRAIN_BLOCK] = (rows.take(order[lo:lo + _TRAIN_BLOCK]) - ivf.center) @ ivf.basis
+        ivf.reduced = reduced
     return ivf
 
 

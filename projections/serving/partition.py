@@ -34,8 +34,10 @@ from typing import Any
 import numpy as np
 
 from projections.serving.bm25 import BM25Params, LexicalIndex
-from projections.serving.topk import top_hits
 from projections.serving.dense import Ivf, IvfParams, exact_top, train_ivf
+from projections.serving.rows import RowArena
+from projections.serving.topk import top_hits
+from projections.serving.vectors import Int8Rows
 
 __all__ = ["COHERENCE", "COHERENCE_LAGS", "COHERENCE_NEAR", "COHERENCE_WINDOW", "COMPACT_MIN_DEAD", "SESSION_GAP_MS",
            "Partition"]
@@ -73,21 +75,24 @@ class _Run:
 
 
 class Partition:
-    """One namespace: rows by slot (append-only; a changed row gets a new slot)."""
+    """One namespace: rows by slot (append-only; a changed row gets a new slot). Per live memory
+    it holds about 1.3 KB plus the content at 512 dims: the int8 vector (516 B), its reduced row
+    once IVF-partitioned (512 B), the row record (~150 B), BM25 postings, the id and a few
+    per-slot numbers (`tests/bench/serving_memory.py` measures it)."""
 
     def __init__(self, namespace: str, dim: int, bm25: BM25Params) -> None:
         self.namespace = namespace
         self.dim = dim
         self.ids: list[str] = []
-        self.origin: list[tuple[str, int]] = []        # (agent, commit ms) by slot
-        self.episode: list[str] = []                   # derived_from by slot ("" = none)
-        self.rows: list[dict[str, Any] | None] = []
-        self.vectors = np.zeros((64, dim), dtype=np.float32)
+        self.episode: list[str] = []                   # derived_from by slot ("" = none), interned
+        self.rows = RowArena(namespace)
+        self.vectors = Int8Rows(dim)
         self.live = np.zeros(64, dtype=bool)
         # context neighbours by slot (-1: none); the two-step ones are prev[prev] and next[next]
         self.prev = np.full(64, _NONE, dtype=np.int64)
         self.next = np.full(64, _NONE, dtype=np.int64)
         self._tail: dict[str, int] = {}                # episode -> its last live slot
+        self._episodes: dict[str, str] = {"": ""}      # interned episode ids
         self._run: _Run | None = None                  # the current run of commits without one
         self.size = 0
         self.live_count = 0
@@ -105,18 +110,47 @@ class Partition:
         slot = self.size
         if slot == len(self.live):
             self._grow(2 * len(self.live))
-        self.vectors[slot] = vector
-        self.live[slot] = True
         self.ids.append(row["id"])
+        self.episode.append("")
         self.rows.append(row)
-        self.origin.append((agent, commit_ms))
-        self.episode.append(episode)
-        self.lexical.add(slot, row_terms)
         self.size += 1
-        self.live_count += 1
+        self.place(slot, row, vector, row_terms, episode, stored=True)
+        episode = self.episode[slot]
         old = replacing if replacing is not None and replacing < slot and self.episode[replacing] == episode else None
         if old is not None and self._splice_in(slot, old):
             return slot
+        self._link_new(slot, agent, commit_ms, episode)
+        return slot
+
+    def reserve(self, rows: int) -> None:
+        """Make an empty partition `rows` slots long, to be filled by :meth:`place` in any order
+        and linked by :meth:`link_all` (the serving index's first load)."""
+        assert self.size == 0
+        self._grow(max(64, 1 << max(rows - 1, 0).bit_length()))
+        self.ids = [""] * rows
+        self.episode = [""] * rows
+        self.rows.reserve(rows)
+        self.size = rows
+
+    def place(self, slot: int, row: dict[str, Any], vector: np.ndarray, row_terms: list[str], episode: str = "",
+              *, stored: bool = False) -> None:
+        """Fill a slot below `size` (unlinked)."""
+        self.vectors.set(slot, vector)
+        self.live[slot] = True
+        if not stored:
+            self.ids[slot] = row["id"]
+            self.rows.put(slot, row)
+        self.episode[slot] = self._episodes.setdefault(episode, episode)
+        self.lexical.add(slot, row_terms)
+        self.live_count += 1
+
+    def link_all(self, agents: list[str], commit_ms: list[int]) -> None:
+        """Link the placed slots as :meth:`add` would have, in slot (commit) order."""
+        for slot in range(self.size):
+            if self.live[slot]:
+                self._link_new(slot, agents[slot], commit_ms[slot], self.episode[slot])
+
+    def _link_new(self, slot: int, agent: str, commit_ms: int, episode: str) -> None:
         if episode:
             before = self._tail.get(episode)
             if before is not None:
@@ -124,7 +158,6 @@ class Partition:
             self._tail[episode] = slot
         else:
             self._follow(slot, agent, commit_ms)
-        return slot
 
     def _follow(self, slot: int, agent: str, commit_ms: int) -> None:
         """Extend the run with `slot`; link its window once the run is evidently coherent."""
@@ -138,9 +171,9 @@ class Partition:
         lags = [k for k in COHERENCE_LAGS if k <= at]
         if not lags:
             return
-        here = self.vectors[slot]
-        near = np.mean([np.dot(here, self.vectors[run.slots[-1 - k]]) for k in COHERENCE_NEAR])
-        far = np.mean([np.dot(here, self.vectors[run.slots[-1 - k]]) for k in lags])
+        here = self.vectors.row(slot)
+        near = np.mean([np.dot(here, self.vectors.row(run.slots[-1 - k])) for k in COHERENCE_NEAR])
+        far = np.mean([np.dot(here, self.vectors.row(run.slots[-1 - k])) for k in lags])
         run.excess.append(float(near - far))
         if len(run.excess) < COHERENCE_WINDOW or sum(run.excess) < COHERENCE * COHERENCE_WINDOW:
             return
@@ -156,7 +189,7 @@ class Partition:
         if not self.live[slot]:
             return
         self.live[slot] = False
-        self.rows[slot] = None
+        self.rows.remove(slot)
         self.lexical.remove(slot)
         self.live_count -= 1
         before, after = int(self.prev[slot]), int(self.next[slot])
@@ -198,36 +231,35 @@ class Partition:
 
     def _grow(self, cap: int) -> None:
         n = self.size
-        vectors = np.zeros((cap, self.dim), dtype=np.float32)
-        vectors[:n] = self.vectors[:n]
+        self.vectors.grow(cap, n)  # the old arrays stay valid for a training snapshot
         live = np.zeros(cap, dtype=bool)
         live[:n] = self.live[:n]
         prev, nxt = np.full(cap, _NONE, dtype=np.int64), np.full(cap, _NONE, dtype=np.int64)
         prev[:n], nxt[:n] = self.prev[:n], self.next[:n]
-        self.vectors, self.live = vectors, live  # old arrays stay valid for a training snapshot
+        self.live = live
         self.prev, self.next = prev, nxt
 
     def compacted(self) -> tuple[Partition, dict[int, int]]:
         """A copy holding only the live slots (same links, same order); returns it and old -> new slots."""
         new = Partition(self.namespace, self.dim, self.lexical.params)
-        moved: dict[int, int] = {}
-        for slot in np.flatnonzero(self.live[: self.size]):
-            s = int(slot)
-            row = self.rows[s]
+        olds = np.flatnonzero(self.live[: self.size])
+        n = len(olds)
+        new._grow(max(64, 1 << max(n - 1, 0).bit_length()))
+        if n:
+            new.vectors.codes[:n] = self.vectors.codes[olds]
+            new.vectors.scales[:n] = self.vectors.scales[olds]
+        new.live[:n] = True
+        remap = np.full(self.size, _NONE, dtype=np.int64)
+        remap[olds] = np.arange(n)
+        for new_slot, s in enumerate(olds.tolist()):
+            row = self.rows.get(s, self.ids[s])
             assert row is not None  # a live slot has its row (remove clears both)
-            new_slot = new.size
-            if new_slot == len(new.live):
-                new._grow(2 * len(new.live))
-            new.vectors[new_slot] = self.vectors[s]
-            new.live[new_slot] = True
-            new.ids.append(row["id"])
+            new.ids.append(self.ids[s])
             new.rows.append(row)
-            new.origin.append(self.origin[s])
-            new.episode.append(self.episode[s])
-            new.lexical.add(new_slot, list(self.lexical._doc_terms[s].elements()))
-            new.size += 1
-            new.live_count += 1
-            moved[s] = new_slot
+            new.episode.append(new._episodes.setdefault(self.episode[s], self.episode[s]))
+        new.lexical = self.lexical.remapped(remap, n)
+        new.size = new.live_count = n
+        moved = dict(zip(olds.tolist(), range(n)))
         for s, t in moved.items():
             new.prev[t] = moved.get(int(self.prev[s]), _NONE)
             new.next[t] = moved.get(int(self.next[s]), _NONE)
@@ -294,7 +326,7 @@ class Partition:
     def dense(self, query: np.ndarray, k: int, ivf: IvfParams) -> list[tuple[int, float]]:
         if self.ivf is not None:
             return self.ivf.search(self.vectors, self.size, query, k, self.live, ivf)
-        return exact_top(self.vectors[: self.size], query, k, self.live)
+        return exact_top(self.vectors, query, k, self.live, size=self.size)
 
     def wants_ivf(self, params: IvfParams) -> bool:
         if self.training or self.live_count < params.min_rows:
@@ -304,4 +336,4 @@ class Partition:
     def train(self, params: IvfParams) -> Ivf:
         """Run in a worker thread over a snapshot (rows below `size` never change)."""
         size = self.size
-        return train_ivf(self.vectors[:size], self.live[:size].copy(), params)
+        return train_ivf(self.vectors.snapshot(), self.live[:size].copy(), params, size=size)

@@ -129,9 +129,10 @@ def ann_recall(data_dir: Path, n_queries: int, rng: random.Random) -> None:
 
 async def serving_ann_recall(data_dir: Path, n_queries: int, rng: random.Random) -> None:
     """recall@10 of the serving index's dense search (IVF where partitioned) against exact search."""
+    import lancedb
+
     from projections.models.use_embedder import LocalUSEEmbedder
     from projections.serving.index import ServingIndex
-    from projections.serving.dense import exact_top
 
     index = ServingIndex(data_dir / "projections" / "memories")
     t = time.perf_counter()
@@ -141,6 +142,11 @@ async def serving_ann_recall(data_dir: Path, n_queries: int, rng: random.Random)
     ivf_parts = [p.namespace for p in parts if p.ivf is not None]
     embedder = LocalUSEEmbedder(threads=1)
     namespaces = [p.namespace for p in parts]
+    # the reference: an exact float32 scan (numpy) of the projection's own vectors (the index holds int8)
+    table = lancedb.connect(str(data_dir / "projections" / "memories")).open_table("memories")
+    live = table.search().where("is_deleted = false").select(["id", "vector"]).limit(None).to_arrow()
+    live_ids = live.column("id").to_pylist()
+    full = live.column("vector").combine_chunks().values.to_numpy(zero_copy_only=False).reshape(len(live_ids), -1)
     ratios, ann_ms, exact_ms = [], [], []
     for i in range(n_queries):
         vec = np.asarray(embedder.embed([query(rng, 10 ** 6 + i)])[0], dtype=np.float32)
@@ -148,8 +154,8 @@ async def serving_ann_recall(data_dir: Path, n_queries: int, rng: random.Random)
         ann = {m for m, _ in await index.adense(vec, namespaces, 10)}
         ann_ms.append((time.perf_counter() - t) * 1000)
         t = time.perf_counter()
-        exact = sorted(((p.ids[s], c) for p in parts for s, c in exact_top(p.vectors[:p.size], vec, 10, p.live)),
-                       key=lambda h: -h[1])[:10]
+        scores = full @ vec
+        exact = [(live_ids[j], float(scores[j])) for j in np.argpartition(-scores, 9)[:10]]
         exact_ms.append((time.perf_counter() - t) * 1000)
         ratios.append(len(ann & {m for m, _ in exact}) / max(1, len(exact)))
     print(f"serving index: loaded {index.stats()['rows']:,} rows in {load_s:.1f} s; IVF in {ivf_parts}; "

@@ -47,13 +47,14 @@ async def test_loads_follows_deltas_and_matches_lancedb(store, tmp_path: Path) -
     ns = ["alice-main", "shared"]
     mine, theirs = await index.adense(q, ns, 5), await reader.adense(q, ns, 5)
     assert [m for m, _ in mine] == [m for m, _ in theirs]
-    assert [c for _, c in mine] == pytest.approx([c for _, c in theirs], abs=1e-5)
+    # the index holds int8 vectors (projections.serving.vectors): cosines within a few 1e-4 of LanceDB's
+    assert [c for _, c in mine] == pytest.approx([c for _, c in theirs], abs=3e-3)
     lexical = await index.alexical(query_text("port 8007"), ns, 5)
     assert lexical[0][0] == "a7"
     assert (await reader.alexical(query_text("port 8007"), ns, 5))[0][0] == "a7"
     rows = await index.arows(["a7", "s1", "missing"], vectors=True)
     assert set(rows) == {"a7", "s1"} and rows["a7"]["content"].endswith("8007")
-    assert np.allclose(rows["a7"]["vector"], q, atol=1e-6)
+    assert np.allclose(rows["a7"]["vector"], q, atol=3e-3)
     rows["a7"].pop("vector")  # callers may mutate what they get
     assert "vector" in (await index.arows(["a7"], vectors=True))["a7"]
 
@@ -143,3 +144,102 @@ async def test_a_changed_row_keeps_its_slot_unless_its_text_changed(store, tmp_p
     assert (await index.arows(["m1"]))["m1"]["content"] == "turn one, corrected"
     assert [m for m, _ in await index.alexical("corrected", ["shared"], 5)] == ["m1"]
     await index.close()
+
+
+async def test_a_first_load_equals_following_every_delta(store, tmp_path: Path) -> None:
+    """The first load places rows by position and links them afterwards (two passes over the
+    table); an index that followed the projection batch by batch must hold the same rows and
+    links. (A changed row — feedback, a correction — is ordered by its latest position on a load,
+    by its commit while followed, and a deleted one never joins a run on a load: links may then
+    differ, so changes and deletions are compared by rows and searches only.)"""
+    from events.catalogue import MemoryCorrected, MemoryFeedback
+
+    emb = HashEmbedder(dim=16)
+    follower = ServingIndex(tmp_path, ivf=IvfParams(min_rows=10**9))
+    assert await follower.wait_ready()
+    for step in range(4):
+        batch = [new_event(MemoryCommitted(f"e{step}-{i}", f"episode {step} turn {i} about topic{i % 5}", "shared",
+                                           "fact", "system_fact", derived_from=f"ep{i % 3}"), ns="shared",
+                           agent="alice") for i in range(12)]
+        batch += [commit(f"r{step}-{i}", f"run turn {step}.{i} word{i % 7}", ["alice-main", "bob-main"][i % 2])
+                  for i in range(80)]
+        await store.append(batch)
+        await project(store, tmp_path, emb)
+        assert await follower.refresh()
+    fresh = ServingIndex(tmp_path, ivf=IvfParams(min_rows=10**9))
+    assert await fresh.wait_ready()
+    a, b = follower._state, fresh._state
+    assert len(a.where) == len(b.where) == 4 * 92
+    for ns in ("shared", "alice-main", "bob-main"):
+        pa_, pb = a.parts[ns], b.parts[ns]
+        live_a = [pa_.ids[s] for s in range(pa_.size) if pa_.live[s]]
+        live_b = [pb.ids[s] for s in range(pb.size) if pb.live[s]]
+        assert sorted(live_a) == sorted(live_b)
+
+        def links(part, mid, where):
+            slot = where[mid][1]
+            return tuple(part.ids[s] if s >= 0 else None for s in part.neighbours(slot))
+        for mid in live_a:
+            assert links(pa_, mid, a.where) == links(pb, mid, b.where), mid
+    await fresh.close()
+    await store.append([new_event(MemoryFeedback("e3-0", "shared", "useful"), ns="shared", agent="bob"),
+                        new_event(MemoryCorrected("e3-1", "shared", 2, "corrected text", "typo"), ns="shared",
+                                  agent="bob"), delete("r2-2", "alice-main"), delete("r0-4", "alice-main")])
+    await project(store, tmp_path, emb)
+    assert await follower.refresh()
+    fresh = ServingIndex(tmp_path, ivf=IvfParams(min_rows=10**9))
+    assert await fresh.wait_ready()
+    ids = [f"e{s}-{i}" for s in range(4) for i in range(12)] + [f"r{s}-{i}" for s in range(4) for i in range(80)]
+    rows = await follower.arows(ids)
+    assert rows == await fresh.arows(ids) and len(rows) == len(ids) - 2
+    assert rows["e3-1"]["content"] == "corrected text"
+    for text in ("episode 2 turn 3 about topic3", "corrected", "run turn 1.5 word5"):
+        for ns in (["shared"], ["alice-main", "bob-main"]):
+            assert await follower.alexical(query_text(text), ns, 10) == await fresh.alexical(query_text(text), ns, 10)
+            x, y = await follower.adense(emb.vector(text), ns, 10), await fresh.adense(emb.vector(text), ns, 10)
+            assert [m for m, _ in x] == [m for m, _ in y]   # scores: to float rounding (block vs gathered rows)
+            assert [c for _, c in x] == pytest.approx([c for _, c in y], abs=1e-6)
+    await follower.close()
+    await fresh.close()
+
+
+async def test_a_big_delta_reloads_instead_of_folding_on_the_event_loop(store, tmp_path: Path, monkeypatch) -> None:
+    from projections.serving import index as serving_index
+
+    emb = HashEmbedder(dim=16)
+    await store.append([commit(f"m{i}", f"memory {i}", "shared") for i in range(10)])
+    await project(store, tmp_path, emb)
+    index = ServingIndex(tmp_path)
+    assert await index.wait_ready()
+    monkeypatch.setattr(serving_index, "BIG_DELTA", 5)
+    await store.append([commit(f"n{i}", f"newer memory {i}", "shared") for i in range(4)])
+    await project(store, tmp_path, emb)
+    assert await index.refresh()                      # 4 rows: applied in place
+    assert index.stats()["rows"] == 14
+    await store.append([commit(f"o{i}", f"newest memory {i}", "shared") for i in range(8)])
+    await project(store, tmp_path, emb)
+    assert await index.refresh() is False             # 8 rows: a reload (recall reads LanceDB meanwhile)
+    assert await index.wait_ready()
+    assert index.stats()["rows"] == 22
+    assert [m for m, _ in await index.alexical("newest 7", ["shared"], 1)] == ["o7"]
+    await index.close()
+
+
+def test_the_row_arena_round_trips_and_rewrites_its_garbage(monkeypatch) -> None:
+    from projections.memories.reader import RESULT_COLUMNS
+    from projections.serving import rows as row_arena
+    from projections.serving.rows import RowArena
+
+    monkeypatch.setattr(row_arena, "_MIN_GARBAGE", 0)
+    arena = RowArena("shared")
+    full = {c: f"{c} 值" for c in RESULT_COLUMNS} | {"id": "m0", "namespace": "shared", "version": 3,
+                                                     "importance": 0.30000001192092896, "tags": ["a", "标签"],
+                                                     "conflicts": [], "volatile_flag": True}
+    assert arena.append(full) == 0
+    assert arena.append({"id": "m1", "content": "just two columns"}) == 1
+    assert arena.get(0, "m0") == full and arena.get(1, "m1") == {"id": "m1", "content": "just two columns"}
+    for v in range(5):
+        arena.replace(0, full | {"version": 4 + v})
+    arena.remove(1)
+    assert arena.get(1, "m1") is None and arena.get(0, "m0") == full | {"version": 8}
+    assert arena.nbytes < 2 * len(row_arena._encode(full)) + 16 * 2 + 64   # the garbage was rewritten away
