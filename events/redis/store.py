@@ -19,7 +19,7 @@ import asyncio
 import secrets
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any, AsyncIterator, Callable, Mapping, Sequence, cast
+from typing import Any, AsyncIterator, Awaitable, Callable, Mapping, Sequence, cast
 
 import orjson
 import structlog
@@ -44,11 +44,15 @@ IDEMPOTENCY_TTL_S = 24 * 3600
 _PUBLISH = """
 local epoch = redis.call('GET', KEYS[1])
 if epoch ~= ARGV[1] then return epoch or 0 end
-redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
-if #ARGV > 3 then redis.call('HSET', KEYS[3], unpack(ARGV, 4)) end
+local last = 2 + 2 * tonumber(ARGV[2])
+redis.call('HSET', KEYS[2], unpack(ARGV, 3, last))
+if #ARGV > last then redis.call('HSET', KEYS[3], unpack(ARGV, last + 1)) end
 return 1
 """
-"""Publish a checkpoint (and its generations) only into the log the projection was folded from."""
+"""Publish checkpoints (ARGV[2] projector/position pairs, then their generations) only into the log the
+projections were folded from."""
+DECODED_KEEP = 4096
+"""Decoded events the runners' reads remember (`EventStore._decode`)."""
 WAIT_AOF_MS = 5000
 """Durable mode: how long an append waits for its AOF fsync (appendfsync everysec: about a second)."""
 
@@ -83,6 +87,9 @@ class EventStore(WriteSideIndexes):
     local: Redis | None = None    # a LAN replica's own Redis: its checkpoints and generations (the log's is read-only)
     _script: AsyncScript = field(init=False, repr=False)
     _publish_script: AsyncScript | None = field(default=None, init=False, repr=False)
+    _reads: dict[tuple[Any, ...], asyncio.Future[list[Event]]] = field(default_factory=dict, init=False, repr=False)
+    _decoded: dict[str, tuple[Mapping[bytes, bytes], Event]] = field(default_factory=dict, init=False, repr=False)
+    _publishing: dict[asyncio.AbstractEventLoop, _Publishes] = field(default_factory=dict, init=False, repr=False)
     _call: ScriptCall = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -249,15 +256,49 @@ class EventStore(WriteSideIndexes):
 
     async def read_checked(self, after: str | None, epoch: str | None, end: str | None = None,
                            count: int | None = None) -> list[Event]:
-        """`check_not_reset(after, epoch)`, then `read(after, end, count)`: one round trip."""
+        """`check_not_reset(after, epoch)`, then `read(after, end, count)`: one round trip.
+
+        Callers in this process asking for the same read while one is in flight (the projection
+        runners, folding the same log side by side) share it — its round trip and its decoding — when
+        it finds events: those are events after `after` whenever it was sent. An empty answer is not
+        shared (it may predate an append the caller knows of): the caller reads again itself."""
         lo = "-" if not after else f"({after}"
-        return await self._checked(after, epoch, lambda pipe: pipe.xrange(keys.STREAM, lo, end or "+", count=count))
+
+        def read() -> Awaitable[list[Event]]:
+            return self._checked(after, epoch, lambda pipe: pipe.xrange(keys.STREAM, lo, end or "+", count=count))
+
+        events, shared = await self._shared(("read", after, epoch, end, count), read)
+        return events if events or not shared else await read()
 
     async def tail_checked(self, after: str | None, epoch: str | None, *, count: int = 500,
                            block_ms: int = 1000) -> list[Event]:
-        """`check_not_reset(after, epoch)`, then `tail(after, ...)`: one round trip."""
-        return await self._checked(after, epoch, lambda pipe: pipe.xread({keys.STREAM: after or "0-0"}, count=count,
-                                                                         block=block_ms), xread=True)
+        """`check_not_reset(after, epoch)`, then `tail(after, ...)`: one round trip. Callers asking for the
+        same tail while one is in flight share it (an XREAD BLOCK answers as soon as anything after `after`
+        is appended, so its answer, empty or not, is as good as their own)."""
+
+        def tail() -> Awaitable[list[Event]]:
+            return self._checked(after, epoch, lambda pipe: pipe.xread({keys.STREAM: after or "0-0"}, count=count,
+                                                                       block=block_ms), xread=True)
+
+        return (await self._shared(("tail", after, epoch, count, block_ms), tail))[0]
+
+    async def _shared(self, key: tuple[Any, ...], read: Callable[[], Awaitable[list[Event]]]) -> tuple[list[Event], bool]:
+        """(`read()`'s events, whether they came from an identical read already in flight). Each caller
+        gets its own list (of the same immutable events)."""
+        key = (asyncio.get_running_loop(), *key)
+        running = self._reads.get(key)
+        if running is not None:
+            return list(await asyncio.shield(running)), True
+        task = asyncio.ensure_future(read())
+        self._reads[key] = task
+        task.add_done_callback(lambda t: self._read_done(key, t))
+        return list(await asyncio.shield(task)), False
+
+    def _read_done(self, key: tuple[Any, ...], task: asyncio.Future[list[Event]]) -> None:
+        if self._reads.get(key) is task:
+            del self._reads[key]
+        if not task.cancelled():
+            task.exception()   # retrieved: its callers (if any are left) raise it themselves
 
     async def _checked(self, checkpoint: str | None, epoch: str | None, then: Callable[[Any], Any] | None, *,
                        xread: bool = False) -> list[Event]:
@@ -290,7 +331,19 @@ class EventStore(WriteSideIndexes):
             if not reply:
                 return []
             (_, reply), = cast("list[list[Any]]", reply)   # RESP2: one [stream, entries] pair per stream read
-        return [decode(pos, flds) for pos, flds in entries(reply)]
+        return [self._decode(pos, flds) for pos, flds in entries(reply)]
+
+    def _decode(self, position: str, fields: Mapping[bytes, bytes]) -> Event:
+        """`codec.decode`, remembered for the last DECODED_KEEP entries the runners read (they read the same
+        events side by side): an entry decoded before, with the same fields, gives the same (immutable) event."""
+        seen = self._decoded.get(position)
+        if seen is not None and seen[0] == fields:
+            return seen[1]
+        event = decode(position, fields)
+        self._decoded[position] = (fields, event)
+        if len(self._decoded) > DECODED_KEEP:
+            del self._decoded[next(iter(self._decoded))]
+        return event
 
     # ------------------------------------------------------------------ checkpoints
 
@@ -315,13 +368,15 @@ class EventStore(WriteSideIndexes):
             await pipe.execute()
             return
         if epoch is not None:
-            if self._publish_script is None:
-                self._publish_script = self.redis.register_script(_PUBLISH)
-            gens = [x for ns, pos in (generations or {}).items() for x in (keys.generation(projector, ns), pos)]
-            found = await self._publish_script(keys=[keys.EPOCH, keys.CHECKPOINTS, keys.GENERATIONS],
-                                               args=[epoch, projector, position, *gens])
-            if found != 1:
-                raise LogResetError(reset_message(epoch, as_str(found) if found else None))
+            loop = asyncio.get_running_loop()
+            publishes = self._publishing.get(loop)
+            if publishes is None:
+                publishes = self._publishing[loop] = _Publishes()
+            waiter = publishes.add(epoch, projector, position,
+                                   {keys.generation(projector, ns): pos for ns, pos in (generations or {}).items()})
+            if publishes.flusher is None:
+                publishes.flusher = asyncio.ensure_future(self._flush_publishes(loop, publishes))
+            await asyncio.shield(waiter)
             return
         if not generations:
             await self.redis.hset(keys.CHECKPOINTS, projector, position)
@@ -330,6 +385,44 @@ class EventStore(WriteSideIndexes):
         pipe.hset(keys.CHECKPOINTS, projector, position)
         pipe.hset(keys.GENERATIONS, mapping={keys.generation(projector, ns): pos for ns, pos in generations.items()})
         await pipe.execute()
+
+    async def _flush_publishes(self, loop: asyncio.AbstractEventLoop, publishes: _Publishes) -> None:
+        """Send what was published while the previous send was in flight, one script call per log epoch,
+        until nothing is left (a group commit: the runners of a process publish together)."""
+        unsent: list[_PublishGroup] = []
+        try:
+            while publishes.open:
+                groups, publishes.open = publishes.open, {}
+                unsent = list(groups.values())
+                for epoch, group in groups.items():
+                    try:
+                        await self._publish_group(epoch, group)
+                    except Exception as exc:  # noqa: BLE001 - handed to every publisher of the group
+                        group.done.set_exception(exc)
+                        group.done.exception()   # retrieved here; each of its publishers raises it
+                    else:
+                        group.done.set_result(None)
+                    unsent.remove(group)
+        finally:
+            publishes.flusher = None
+            for group in [*unsent, *publishes.open.values()]:   # cancelled meanwhile: nobody sends these
+                if not group.done.done():
+                    group.done.cancel()
+            publishes.open = {}
+            if self._publishing.get(loop) is publishes:
+                del self._publishing[loop]
+
+    async def _publish_group(self, epoch: str, group: _PublishGroup) -> None:
+        if self._publish_script is None:
+            self._publish_script = self.redis.register_script(_PUBLISH)
+        args: list[str | int] = [epoch, len(group.checkpoints)]
+        for projector, position in group.checkpoints.items():
+            args += [projector, position]
+        for field_, pos in group.generations.items():
+            args += [field_, pos]
+        found = await self._publish_script(keys=[keys.EPOCH, keys.CHECKPOINTS, keys.GENERATIONS], args=args)
+        if found != 1:
+            raise LogResetError(reset_message(epoch, as_str(found) if found else None))
 
     async def clear_checkpoints(self) -> None:
         """Forget every published checkpoint and generation (projections replaced by a rebuild)."""
@@ -357,6 +450,28 @@ class EventStore(WriteSideIndexes):
         except Exception:  # noqa: BLE001 - any failure means unreachable
             return False
 
+
+
+@dataclass(slots=True)
+class _PublishGroup:
+    """Checkpoints (and generations) published while a send was in flight: sent together next."""
+    done: asyncio.Future[None]
+    checkpoints: dict[str, str] = field(default_factory=dict)
+    generations: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _Publishes:
+    open: dict[str, _PublishGroup] = field(default_factory=dict)   # by log epoch
+    flusher: asyncio.Future[None] | None = None
+
+    def add(self, epoch: str, projector: str, position: str, generations: dict[str, str]) -> asyncio.Future[None]:
+        group = self.open.get(epoch)
+        if group is None:
+            group = self.open[epoch] = _PublishGroup(asyncio.get_running_loop().create_future())
+        group.checkpoints[projector] = position
+        group.generations.update(generations)
+        return group.done
 
 
 def new_epoch() -> str:
