@@ -54,7 +54,7 @@ SLOW_BATCH_MS = 100.0   # a batch that took longer is logged at info (the others
 
 @dataclass(slots=True)
 class _Item:
-    kind: str  # "batch" | "idle" (an empty tail read) | "end" (caught up) | "error"
+    kind: str  # "batch" | "idle" (an empty tail read) | "end" (caught up) | "error" | "stop" (stop was set)
     batch: list[Event] = field(default_factory=list)
     prepared: asyncio.Future[None] | None = None
     error: Exception | None = None
@@ -158,6 +158,7 @@ class ProjectionRunner:
         slots = asyncio.Semaphore(self.prefetch + 1)  # the batch being applied + those read ahead
         halt = asyncio.Event()
         producer = asyncio.ensure_future(self._produce(read, cursor, halt, queue, slots))
+        watcher = asyncio.ensure_future(self._watch(stop, queue)) if stop is not None else None
         try:
             while True:
                 item = await self._get(queue, stop)
@@ -179,6 +180,8 @@ class ProjectionRunner:
                 if stop is not None and stop.is_set():
                     return cursor
         finally:
+            if watcher is not None:
+                watcher.cancel()
             await self._halt(producer, halt, slots, queue)
 
     async def _halt(self, producer: asyncio.Future[None], halt: asyncio.Event, slots: asyncio.Semaphore,
@@ -227,21 +230,17 @@ class ProjectionRunner:
             queue.put_nowait(_Item("error", error=exc))
 
     @staticmethod
+    async def _watch(stop: asyncio.Event, queue: asyncio.Queue[_Item]) -> None:
+        """Wake the consumer waiting on the queue when `stop` is set (one task per run, not per item)."""
+        await stop.wait()
+        queue.put_nowait(_Item("stop"))
+
+    @staticmethod
     async def _get(queue: asyncio.Queue[_Item], stop: asyncio.Event | None) -> _Item | None:
-        if stop is None:
-            return await queue.get()
-        if stop.is_set():
+        if stop is not None and stop.is_set():
             return None
-        if not queue.empty():
-            return queue.get_nowait()
-        getter = asyncio.ensure_future(queue.get())
-        stopper = asyncio.ensure_future(stop.wait())
-        done, _ = await asyncio.wait({getter, stopper}, return_when=asyncio.FIRST_COMPLETED)
-        stopper.cancel()
-        if getter in done:
-            return getter.result()
-        getter.cancel()
-        return None
+        item = await queue.get()
+        return None if item.kind == "stop" else item
 
     def _skipped(self, batch: list[Event]) -> bool:
         """Whether the projector ignores every event of `batch` (then it is not applied)."""

@@ -18,6 +18,9 @@ from events.envelope import Event
 from projections.core.projector import after_checkpoint, last_position
 
 
+WAL_AUTOCHECKPOINT = 10_000   # pages (4 KiB): a WAL of up to ~40 MiB
+
+
 class SqliteProjection:
     name: str = ""
     schema: str = ""            # CREATE TABLE IF NOT EXISTS ... (the checkpoint table is added here)
@@ -40,6 +43,9 @@ class SqliteProjection:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")  # WAL: atomic; a lost tail is re-applied from the log
             conn.execute("PRAGMA cache_size=-65536")
+            # the WAL is copied back into the database every WAL_AUTOCHECKPOINT pages (SQLite: 1000): a
+            # page rewritten by many batches meanwhile is copied once (recalls rewrite the same pages)
+            conn.execute(f"PRAGMA wal_autocheckpoint={WAL_AUTOCHECKPOINT}")
             self._conn = conn
         if create and not self._ready:
             found = self._conn.execute("PRAGMA user_version").fetchone()[0]

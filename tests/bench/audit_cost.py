@@ -15,6 +15,10 @@ each runner's cost, as live (9 runners read each event once each); the redis-ser
 counted; each event is decoded once per measurement (the store remembers the last few thousand). Batch 1 is an idle system's live tail (one recall, one batch); at c=16 the runner finds
 about 16 new events a read. The embedder is a deterministic hash (recalls embed nothing here).
 Rate limits play no part (no HTTP).
+
+Then (--live 16) the live tail: every runner tailing the log at once (`run`, as the RunnerSet runs them)
+while --recalls more recalls are appended in bursts of 16, each burst once all runners published the
+one before (about what c=16 recalls give): the CPU of this process less the appends' own.
 """
 
 from __future__ import annotations
@@ -37,7 +41,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import structlog  # noqa: E402
 from _harness import private_redis  # noqa: E402
 
+from events import positions  # noqa: E402
 from events.catalogue import MemoryCommitted, RecallServed, new_event  # noqa: E402
+from events.envelope import Event  # noqa: E402
 from events.redis.client import connect  # noqa: E402
 from events.redis.store import EventStore  # noqa: E402
 from projections.core.registry import make_projectors  # noqa: E402
@@ -74,6 +80,39 @@ async def _fold_together(store: EventStore, root: Path, embedder, batch_size: in
     t0 = time.process_time()
     await asyncio.gather(*(r.catch_up() for r in runners))
     spent = time.process_time() - t0
+    for p in projectors:
+        await p.close()
+    return spent
+
+
+async def _tail_live(store: EventStore, root: Path, embedder, bursts: list[list[Event]], append_s: float) -> float:
+    """CPU seconds for every projector's runner tailing the log (`run`, all at once on one store, as live)
+    while `bursts` are appended one after the other, each once every runner has published the one before:
+    the process's CPU over the bursts less `append_s` (what appending them costs alone)."""
+    store = EventStore(store.redis, origin=store.origin, epoch=store.epoch)
+    projectors = make_projectors(root, embedder)
+    reached: dict[str, str] = {}
+    want: list[str] = [await store.last_position() or ""]
+    caught_up = asyncio.Event()
+
+    def notify(name: str, position: str) -> None:
+        reached[name] = position
+        if all(positions.reached(reached.get(p.name), want[0]) for p in projectors):
+            caught_up.set()
+
+    runners = [ProjectionRunner(store, p, notify=notify, epoch=store.epoch, maintain_every_s=float("inf"))
+               for p in projectors]
+    stop = asyncio.Event()
+    tasks = [asyncio.create_task(r.run(stop)) for r in runners]
+    await caught_up.wait()   # what the log held already (not measured)
+    t0 = time.process_time()
+    for burst in bursts:
+        caught_up.clear()
+        want[0] = (await store.append(burst)).position
+        await caught_up.wait()
+    spent = time.process_time() - t0 - append_s
+    stop.set()
+    await asyncio.gather(*tasks)
     for p in projectors:
         await p.close()
     return spent
@@ -124,6 +163,27 @@ async def bench(args: argparse.Namespace, work: Path, url: str) -> None:
             spent = await _fold_together(store, copy, embedder, size)
             together[size] = min(spent, together.get(size, spent))
             shutil.rmtree(copy, ignore_errors=True)
+    live: float | None = None
+    if args.live:   # after the catch-ups: its recalls lengthen the log
+        def recall(i: int) -> Event:
+            ns = NAMESPACES[i % 4]
+            return new_event(RecallServed(" ".join(rng.sample(WORDS, 5)), (ns,), tuple(rng.sample(by_ns[ns][-5000:], 10)),
+                                          tuple(round(0.9 - k * 0.05, 3) for k in range(10))), ns=ns, agent=ns.split("-")[0])
+
+        def bursts() -> list[list[Event]]:
+            return [[recall(i) for i in range(at, at + args.live)] for at in range(0, args.recalls, args.live)]
+
+        for _ in range(args.repeat):
+            alone = bursts()
+            t0 = time.process_time()
+            for burst in alone:
+                await store.append(burst)
+            append_s = time.process_time() - t0
+            copy = work / "live"
+            shutil.copytree(base, copy)
+            spent = await _tail_live(store, copy, embedder, bursts(), append_s)
+            live = spent if live is None else min(live, spent)
+            shutil.rmtree(copy, ignore_errors=True)
     names = list(rows[args.batches[0]])
     print(f"\nCPU ms per recall.served, per projector (this process, all threads), by runner batch size:")
     print(f"{'projector':<14}" + "".join(f"{'batch ' + str(s):>12}" for s in args.batches))
@@ -132,6 +192,9 @@ async def bench(args: argparse.Namespace, work: Path, url: str) -> None:
     print(f"{'total':<14}" + "".join(f"{sum(rows[s].values()) * 1000 / args.recalls:>12.3f}" for s in args.batches))
     print(f"{'together':<14}" + "".join(f"{together[s] * 1000 / args.recalls:>12.3f}" for s in args.batches)
           + "   (the runners at once on one store, as live)")
+    if live is not None:
+        print(f"live tail: {live * 1000 / args.recalls:.3f} ms per recall.served with the runners tailing (run, "
+              f"as live) while recalls are appended {args.live} at a time (the appends' own CPU taken out)")
     print("target (issue 19): total <= 0.5 ms at the batch sizes of c=16 recalls (about 16)")
     await redis.aclose()
 
@@ -142,6 +205,7 @@ def main() -> int:
     parser.add_argument("--recalls", type=int, default=3_000)
     parser.add_argument("--batches", type=lambda s: [int(x) for x in s.split(",")], default=[1, 16, 256])
     parser.add_argument("--repeat", type=int, default=1, help="fold each batch size this often, keep the least")
+    parser.add_argument("--live", type=int, default=16, help="then tail live bursts of this many recalls (0: no)")
     args = parser.parse_args()
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(30))
     work = Path(tempfile.mkdtemp(prefix="zhiyi-bench-audit-"))

@@ -230,3 +230,16 @@ async def test_a_checkpoint_moved_past_ignored_events_is_stored_by_advance(
     res = await store.append([new_event(RecallServed("q", ("shared",), (), ()), ns="shared", agent="contract")])
     await projector.advance(res.position)
     assert await projector.load_checkpoint() == res.position and await projector.digest() == digest
+
+
+@each_projector
+async def test_sqlite_projections_copy_their_wal_back_every_wal_autocheckpoint_pages(
+        name: str, store: EventStore, log: list[Event], opened, tmp_path: Path) -> None:
+    from projections.core.sqlite_projection import WAL_AUTOCHECKPOINT
+
+    projector = await opened(tmp_path / "p")
+    if not isinstance(projector, SqliteProjection):
+        return
+    await fold(store, projector)
+    assert projector._conn is not None
+    assert projector._conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == WAL_AUTOCHECKPOINT > 1000
