@@ -2,23 +2,26 @@
 projector, at the batch sizes the live runner sees (a script, not a pytest test).
 
     OPENBLAS_NUM_THREADS=1 .venv/bin/python tests/bench/audit_cost.py [--memories 20000] [--recalls 3000]
-        [--batches 1,16,256] [--repeat 1]
+        [--batches 1,16,256] [--repeat 1] [--live 16]
 
 In this process, over a redis-server it starts on a free port: --memories `memory.committed` in 4
 namespaces are appended and folded by every live projector (registry.make_projectors, not measured),
 their directory kept as the base; then --recalls `recall.served` events (top 10 of one namespace,
 5-word queries, like a recall answering) are appended. For each batch size, every projector starts
-from a copy of the base and its runner (publishing its checkpoints to Redis, as live) folds the
-recalls with that batch size (checking the log's epoch and publishing with it, as live): the CPU seconds of this process (every thread: SQLite and LanceDB work
-in threads count) over the events folded. Reading the events from Redis and decoding them is part of
-each runner's cost, as live (9 runners read each event once each); the redis-server's own CPU is not
-counted; each event is decoded once per measurement (the store remembers the last few thousand). Batch 1 is an idle system's live tail (one recall, one batch); at c=16 the runner finds
-about 16 new events a read. The embedder is a deterministic hash (recalls embed nothing here).
-Rate limits play no part (no HTTP).
+from a copy of the base and its runner folds the recalls with that batch size, checking the log's
+epoch and publishing its checkpoints to Redis with it (as live): the CPU seconds of this process
+(every thread: SQLite and LanceDB work in threads count) over the events folded, one projector after
+the other (the per-projector rows, and their total) and then all at once on one store ("together", as
+the live RunnerSet runs them: what runners share, reads and publishes, is shared). Reading the events
+from Redis is part of each runner's cost; each event is decoded once per measurement (the store
+remembers the last few thousand); the redis-server's own CPU is not counted. Batch 1 is an idle
+system's live tail (one recall, one batch); at c=16 the runner finds about 16 new events a read. The
+embedder is a deterministic hash (recalls embed nothing here). Rate limits play no part (no HTTP).
+--repeat N folds each batch size N times and keeps the least (the machine's noise only ever adds).
 
-Then (--live 16) the live tail: every runner tailing the log at once (`run`, as the RunnerSet runs them)
-while --recalls more recalls are appended in bursts of 16, each burst once all runners published the
-one before (about what c=16 recalls give): the CPU of this process less the appends' own.
+Then (--live 16; 0: not) the live tail: every runner tailing the log at once (`run`, as the RunnerSet
+runs them) while --recalls more recalls are appended in bursts of 16, each burst once all runners
+published the one before (about what c=16 recalls give): the CPU of this process less the appends' own.
 """
 
 from __future__ import annotations
