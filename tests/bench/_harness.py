@@ -124,6 +124,39 @@ def _process_label(pid: str) -> str | None:
     return None
 
 
+def rss_by_process() -> dict[str, int]:
+    """Resident bytes of each benchmark process kind (the labels of `_process_label`), summed."""
+    out: dict[str, int] = {}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or (label := _process_label(pid)) is None:
+            continue
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        for line in status.splitlines():
+            if line.startswith("VmRSS:"):
+                out[label] = out.get(label, 0) + int(line.split()[1]) * 1024
+    return out
+
+
+def disk_usage(path: Path, depth: int = 2) -> list[tuple[str, int]]:
+    """(relative path, bytes) of `path` and its entries down to `depth` levels, biggest first."""
+    sizes: dict[str, int] = {}
+    for root, _, files in os.walk(path):
+        rel = Path(root).relative_to(path)
+        for f in files:
+            try:
+                size = os.lstat(os.path.join(root, f)).st_size
+            except OSError:
+                continue
+            parts = (rel / f).parts
+            for d in range(0, min(depth, len(parts)) + 1):
+                key = "/".join(parts[:d]) or "."
+                sizes[key] = sizes.get(key, 0) + size
+    return sorted(sizes.items(), key=lambda kv: -kv[1])
+
+
 def _cpu_ticks() -> dict[tuple[str, str], int]:
     """(process label, thread name) -> user+system clock ticks, for the processes a benchmark runs."""
     out: dict[tuple[str, str], int] = {}

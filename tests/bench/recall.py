@@ -24,7 +24,7 @@ from pathlib import Path
 import aiohttp
 import numpy as np
 
-from _harness import CpuMeter, percentile, private_redis, zhiyi_process  # noqa: E402
+from _harness import CpuMeter, disk_usage, percentile, private_redis, rss_by_process, zhiyi_process  # noqa: E402
 
 ADMIN = "bench-admin-key"
 SUBJECTS = ["the staging database", "nginx", "the GPU server", "ComfyUI", "the backup job", "Redis", "the user",
@@ -191,6 +191,13 @@ async def main(args) -> None:
                 await latency(s, base, h, mix, True, "cache on (first pass fills it)")
                 await latency(s, base, h, mix * 4, True, "cache on (repeats)")
                 await throughput(s, base, h, mix, True, "cache on", args.concurrency, args.duration)
+                rss = rss_by_process()
+                print("RSS by process at the end: " + ", ".join(
+                    f"{label} {size / 2**20:,.0f} MB ({size / args.n:,.0f} B per memory)"
+                    for label, size in sorted(rss.items()) if label != "bench client"))
+        used = disk_usage(data_dir, depth=3)
+        print(f"disk: data dir {used[0][1] / 2**20:,.0f} MB = {used[0][1] / args.n:,.0f} B per memory; "
+              "biggest: " + ", ".join(f"{k} {v / 2**20:,.0f} MB" for k, v in used[1:9]))
         await serving_ann_recall(data_dir, args.ann_queries, rng)
         ann_recall(data_dir, args.ann_queries, rng)
 
