@@ -33,7 +33,7 @@ __all__ = ["BM25Params", "LexicalIndex"]
 DENSE_SHARE = 0.1
 DENSE_MIN_SLOTS = 4096
 DENSE_BUDGET_BYTES = 32 << 20     # per index: the dense rows kept, least recently used dropped first ...
-DENSE_ROWS = 16                   # ... and no more than this many (16 x 4 bytes a slot)
+DENSE_ROWS = 48                   # ... and no more than this many (48 x 4 bytes a slot at most)
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,19 +188,23 @@ class LexicalIndex:
                 self._impacts[tid] = (len(raw_slots), avgdl, n, impact)
             if len(slots) > DENSE_SHARE * len(doc_len) and len(doc_len) >= DENSE_MIN_SLOTS:
                 dense = self._dense_row(term, (len(raw_slots), avgdl, n, len(doc_len)), slots, impact)
-                if touched:
-                    scores += dense * (qtf * idf)
-                else:
-                    np.multiply(dense, qtf * idf, out=scores)
             else:
+                dense = None
+            if dense is None:
                 scores[slots] += (qtf * idf) * impact  # slots are unique per term
+            elif touched:
+                scores += dense * (qtf * idf)
+            else:
+                np.multiply(dense, qtf * idf, out=scores)
             touched = True
         return scores if touched else None
 
     def _dense_row(self, term: str, key: tuple[int, float, int, int], slots: np.ndarray,
-                   impact: np.ndarray) -> np.ndarray:
+                   impact: np.ndarray) -> np.ndarray | None:
         """`impact` laid out by slot (see DENSE_SHARE), cached while the index is unchanged; at
-        most DENSE_BUDGET_BYTES, and DENSE_ROWS rows' worth, per index."""
+        most DENSE_BUDGET_BYTES, and DENSE_ROWS rows' worth, per index. None when the cache is
+        full of rows still valid: the caller scatters the term (building a row to evict another
+        costs more than the scatter it saves)."""
         budget = min(DENSE_BUDGET_BYTES, DENSE_ROWS * 4 * key[3])
         cached = self._dense.get(term)
         if cached is not None and cached[0] == key:
@@ -209,13 +213,18 @@ class LexicalIndex:
         if cached is not None:
             self._dense_bytes -= cached[1].nbytes
             del self._dense[term]
+        need = 4 * key[3]
+        if self._dense_bytes + need > budget:
+            for old, (old_key, row) in list(self._dense.items()):
+                if old_key[1:] != key[1:]:   # computed at another state of the index: never valid again
+                    self._dense_bytes -= row.nbytes
+                    del self._dense[old]
+            if self._dense_bytes + need > budget:
+                return None
         row = np.zeros(key[3], dtype=np.float32)
         row[slots] = impact
         self._dense[term] = (key, row)
         self._dense_bytes += row.nbytes
-        while self._dense_bytes > budget and len(self._dense) > 1:
-            _, (_, dropped) = self._dense.popitem(last=False)
-            self._dense_bytes -= dropped.nbytes
         return row
 
     def search(self, terms: list[str], k: int, live: np.ndarray) -> list[tuple[int, float]]:
