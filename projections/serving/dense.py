@@ -4,8 +4,10 @@ The owner keeps the vectors (unit length, one row per slot: int8 codes in the se
 :mod:`projections.serving.vectors`; any float32 matrix works too) and a mask of live slots; this
 module decides how to search them:
 
-* exact: one matrix-vector product over every slot — below :attr:`IvfParams.min_rows` rows
-  (about 1 ms at 10k x 512 int8);
+* exact: one matrix-vector product over every slot — below :attr:`IvfParams.flat_min_rows`
+  rows (0.8 ms at 10k x 512 int8), and above it when the data has no dominant directions;
+* flat: from `flat_min_rows` to `min_rows`, one list holding every row, scanned in the reduced
+  space (below) and the best rows re-scored: at 6.7k rows 0.1 ms instead of 0.55 ms exact;
 * IVF-flat above it: spherical k-means partitions the rows into ~sqrt(N) lists (their slots,
   and their reduced rows when the reduced scan applies, stored list by list); a query scores the
   centroids, scans the nearest lists until they cover
@@ -42,6 +44,7 @@ __all__ = ["Ivf", "IvfParams", "exact_top", "train_ivf"]
 @dataclass(frozen=True, slots=True)
 class IvfParams:
     min_rows: int = 10_000        # partition once a namespace holds this many live rows
+    flat_min_rows: int = 1_024    # below min_rows, from this many: one list, scanned in the reduced space
     scan_fraction: float = 0.06   # share of the rows a query scans (plus the unpartitioned tail)
     min_probe: int = 8
     rebuild_growth: float = 0.15  # retrain once the tail exceeds this share of the partitioned rows
@@ -156,18 +159,21 @@ def _normalised(m: np.ndarray) -> np.ndarray:
 
 
 _TRAIN_BLOCK = 8192
+PCA_SAMPLE = 4096
 
 
 def train_ivf(vectors: VectorRows | np.ndarray, live: np.ndarray, params: IvfParams,
-              size: int | None = None) -> Ivf:
+              size: int | None = None, lists: int | None = None) -> Ivf:
     """Partition the live rows among the first `size` (all of a matrix) of `vectors` (rows below
-    `size` must not change meanwhile: the caller trains over a snapshot)."""
+    `size` must not change meanwhile: the caller trains over a snapshot) into `lists` lists
+    (default ~sqrt(N); 1: the flat reduced scan of a namespace below `min_rows`)."""
     rows = as_rows(vectors)
     covered = len(vectors) if size is None else size
     slots = np.flatnonzero(live[:covered]).astype(np.int32)
     n = len(slots)
-    nlist = max(1, int(round(math.sqrt(n))))
-    sample_n = min(n, nlist * params.train_sample)
+    nlist = lists or max(1, int(round(math.sqrt(n))))
+    # the principal axes want a few thousand rows whatever the number of lists
+    sample_n = min(n, max(nlist * params.train_sample, PCA_SAMPLE))
     sample = rows.take(slots[np.linspace(0, n - 1, sample_n).astype(np.int64)]) if n else \
         np.zeros((0, rows.dim), dtype=np.float32)
     centroids = sample[np.linspace(0, len(sample) - 1, nlist).astype(np.int64)].copy() if n else sample

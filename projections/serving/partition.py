@@ -324,16 +324,25 @@ class Partition:
         return dead > COMPACT_MIN_DEAD and dead > self.live_count
 
     def dense(self, query: np.ndarray, k: int, ivf: IvfParams) -> list[tuple[int, float]]:
-        if self.ivf is not None:
-            return self.ivf.search(self.vectors, self.size, query, k, self.live, ivf)
+        index = self.ivf
+        if index is not None and (index.reduced is not None or len(index.centroids) > 1):
+            return index.search(self.vectors, self.size, query, k, self.live, ivf)
+        # (a flat partitioning without principal axes scans everything anyway: exactly, contiguously)
         return exact_top(self.vectors, query, k, self.live, size=self.size)
 
     def wants_ivf(self, params: IvfParams) -> bool:
-        if self.training or self.live_count < params.min_rows:
+        """Partition from `flat_min_rows` live rows: flat (one list, the reduced scan) below
+        `min_rows`, into ~sqrt(N) lists from it; again once the rows added since outgrow it."""
+        if self.training or self.live_count < min(params.flat_min_rows, params.min_rows):
             return False
-        return self.ivf is None or self.ivf.stale(self.size, params)
+        if self.ivf is None:
+            return True
+        if len(self.ivf.centroids) == 1 and self.live_count >= params.min_rows:
+            return True
+        return self.ivf.stale(self.size, params)
 
     def train(self, params: IvfParams) -> Ivf:
         """Run in a worker thread over a snapshot (rows below `size` never change)."""
         size = self.size
-        return train_ivf(self.vectors.snapshot(), self.live[:size].copy(), params, size=size)
+        lists = 1 if self.live_count < params.min_rows else None
+        return train_ivf(self.vectors.snapshot(), self.live[:size].copy(), params, size=size, lists=lists)

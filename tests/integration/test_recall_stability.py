@@ -35,7 +35,7 @@ from projections.serving.dense import IvfParams
 from projections.serving.index import ServingIndex
 
 BASELINE = Path(__file__).resolve().parents[1] / "fixtures" / "recall_baseline.json"
-IVF = IvfParams(min_rows=800)   # partition at these sizes, as a namespace of 10k+ would be
+IVF = IvfParams(min_rows=1200, flat_min_rows=500)   # lists in shared (1,600), flat in the others, as at 10k+ and 1k+
 
 SUBJECTS = ["the staging database", "nginx", "the GPU server", "ComfyUI", "the backup job", "Redis", "the user",
             "the billing service", "the CI pipeline", "Alice", "the mobile app", "the search cluster",

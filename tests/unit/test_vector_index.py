@@ -131,3 +131,52 @@ def test_data_without_dominant_directions_keeps_the_full_scan() -> None:
     noise = _unit(rng.normal(size=(11_000, 512)))      # isotropic: no few axes hold 85% of it
     assert train_ivf(noise, np.ones(len(noise), dtype=bool), IvfParams()).basis is None
     assert train_ivf(_clustered(11_000, 64, 1), np.ones(11_000, dtype=bool), IvfParams()).basis is None  # 64 dims
+
+
+def test_a_namespace_below_min_rows_scans_one_flat_list_in_the_reduced_space() -> None:
+    """From `flat_min_rows`: one list of every row, scanned in the principal axes and re-scored
+    with the int8 rows the partition holds; recall@10 against an exact float32 scan stays >= 0.99.
+    At `min_rows` it is partitioned into lists like any big namespace."""
+    from projections.serving.bm25 import BM25Params
+    from projections.serving.partition import Partition
+
+    dim, n = 512, 3_000
+    vectors = _low_rank(n + 2_000, dim, 48, 5).astype(np.float32)
+    params = IvfParams(min_rows=4_000)
+    part = Partition("ns", dim, BM25Params())
+    for i in range(n):
+        part.add({"id": f"m{i}", "content": f"m{i}"}, vectors[i], [f"t{i}"])
+    part.remove(17)
+    assert part.wants_ivf(params)
+    part.ivf = part.train(params)
+    assert len(part.ivf.centroids) == 1 and part.ivf.basis is not None and not part.wants_ivf(params)
+    live = part.live[:n]
+    found = 0
+    queries = _low_rank(100, dim, 48, 6).astype(np.float32)
+    for q in queries:
+        want = {s for s, _ in exact_top(vectors[:n], q, 10, live)}
+        got = part.dense(q, 10, params)
+        assert 17 not in {s for s, _ in got}
+        found += len(want & {s for s, _ in got})
+    assert found / (10 * len(queries)) >= 0.99
+    for i in range(n, n + 1_200):           # past min_rows: partitioned into lists
+        part.add({"id": f"m{i}", "content": f"m{i}"}, vectors[i], [f"t{i}"])
+    assert part.wants_ivf(params)
+    part.ivf = part.train(params)
+    assert len(part.ivf.centroids) > 1
+
+
+def test_a_flat_partitioning_without_principal_axes_scans_exactly() -> None:
+    from projections.serving.bm25 import BM25Params
+    from projections.serving.partition import Partition
+
+    rng = np.random.default_rng(8)
+    noise = _unit(rng.normal(size=(2_000, 512))).astype(np.float32)
+    part = Partition("ns", 512, BM25Params())
+    for i, v in enumerate(noise):
+        part.add({"id": f"m{i}", "content": ""}, v, [])
+    part.ivf = part.train(IvfParams())
+    assert part.ivf.basis is None and not part.wants_ivf(IvfParams())   # tried: not again before it grows
+    assert [s for s, _ in part.dense(noise[5], 3, IvfParams())][0] == 5
+    assert [s for s, _ in part.dense(noise[5], 10, IvfParams())] == \
+        [s for s, _ in exact_top(part.vectors, noise[5], 10, part.live, size=part.size)]
