@@ -21,6 +21,9 @@ threads counts; the redis-server's own CPU is not counted):
   the floor each projector pays for reading the log once.
 - rebuild: `projections.core.replay.rebuild` into a fresh directory (every projector, one after the
   other, as `zhiyi replay` does): total events/s = log events / wall seconds.
+- together (--no-together: not): every projector's runner at once on one store (asyncio.gather) into a
+  fresh directory: one read and decoding of each batch shared by all, one projector's SQLite or
+  LanceDB work (threads) overlapping another's Python; digests checked against the rebuild's.
 - per projector: each folded alone into another fresh directory like `fold_on` does (its runner's
   `catch_up` with REBUILD_BATCH, then `maintain` when it has one, then its digest, which is timed
   apart); wall and CPU seconds and events/s each, and their digests checked against the rebuild's.
@@ -257,6 +260,24 @@ async def bench(args: argparse.Namespace, work: Path, url: str) -> None:
               f"misses {embedder.misses:,}", flush=True)
         shutil.rmtree(work / "rebuild", ignore_errors=True)
 
+    if args.together:
+        # every projector's runner at once on one store (asyncio.gather): reads and decoding shared, the
+        # SQLite and LanceDB work of one overlapping another's Python (what folding them side by side gives)
+        fresh = EventStore(redis, origin="bench", epoch=store.epoch)
+        projectors = make_projectors(work / "together", embedder, offline=True)
+        epoch = await store.log_epoch()
+        w0, c0 = time.perf_counter(), time.process_time()
+        got = await asyncio.gather(*(_fold(fresh, p, None, REBUILD_BATCH, epoch) for p in projectors))
+        wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+        for p in projectors:
+            await p.close()
+        same = digests is None or all(digests[d.name].digest == d.digest for d in got)
+        print(f"together: {len(events):,} events in {wall:.1f} s wall ({len(events) / wall:,.0f} events/s), "
+              f"{cpu:.1f} s CPU; digests {'same as the rebuild' if digests is not None and same else ''}"
+              f"{'' if same else 'DIFFERENT'}{'' if digests is not None else 'not compared (no rebuild)'}",
+              flush=True)
+        shutil.rmtree(work / "together", ignore_errors=True)
+
     print("per projector (each alone, as fold_on folds it):", flush=True)
     profile_dir = Path(args.profile) if args.profile else None
     if profile_dir is not None:
@@ -290,6 +311,8 @@ def main() -> int:
     parser.add_argument("--only", default="", help="per-projector folds of these projectors alone (comma-separated)")
     parser.add_argument("--no-rebuild", action="store_true", help="skip the full rebuild (per-projector folds only)")
     parser.add_argument("--profile", default="", help="cProfile each per-projector fold, stats into this directory")
+    parser.add_argument("--together", action=argparse.BooleanOptionalAction, default=True,
+                        help="also fold every projector at once (asyncio.gather, reads shared)")
     parser.add_argument("--log-dir", default="", help="keep the log and the embedding cache here (reused next time)")
     args = parser.parse_args()
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(30))
