@@ -238,3 +238,35 @@ def test_params_are_frozen_and_validated() -> None:
                 {"lead_low": -0.1}, {"lead_rival_low": 0.5, "lead_rival_high": 0.4}):
         with pytest.raises(ValueError):
             FusionParams(**bad)
+
+
+def _fuse_one_by_one(dense, lexical, params=DEFAULT, query_terms=1, blind=()):
+    """The definition `fuse` computes in bulk: `absolute_score` of every candidate."""
+    from projections.queries.recall.fusion import _ranked, dense_leads
+
+    cos, bm25 = dict(dense), dict(lexical)
+    cos_missing = min(cos.values()) if len(cos) >= params.pool else min(params.cos_floor, 0.0)
+    bm25_missing = min(bm25.values()) if len(bm25) >= params.pool else 0.0
+    top = sorted(bm25.items(), key=lambda kv: (-kv[1], kv[0]))[:2]
+    leads = dense_leads(cos)
+    return _ranked({mid: absolute_score(cos.get(mid, cos_missing) if cos else None,
+                                        bm25.get(mid, bm25_missing) if bm25 else None, params, query_terms,
+                                        mid in blind, next((v for k, v in top if k != mid), 0.0),
+                                        leads.get(mid, 0.0))
+                    for mid in cos.keys() | bm25.keys()})
+
+
+def test_fuse_in_bulk_gives_the_very_scores_of_absolute_score() -> None:
+    import random
+
+    rng = random.Random(19)
+    for trial in range(300):
+        n_dense, n_lex = rng.choice([0, 1, 3, 30, 100]), rng.choice([0, 1, 2, 30, 100])
+        ids = [f"m{i}" for i in range(rng.randint(1, 150))]
+        dense = [(m, rng.choice([rng.uniform(-0.2, 1.0), 0.5, 1.0])) for m in rng.sample(ids, min(n_dense, len(ids)))]
+        lexical = [(m, rng.choice([rng.uniform(0.0, 30.0), 0.0, 7.5])) for m in rng.sample(ids, min(n_lex, len(ids)))]
+        blind = set(rng.sample(ids, min(5, len(ids)))) if trial % 3 == 0 else set()
+        terms = rng.choice([1, 2, 5])
+        for params in (DEFAULT, E5):
+            assert fuse(dense, lexical, params=params, query_terms=terms, blind=blind) == \
+                _fuse_one_by_one(dense, lexical, params, terms, blind)

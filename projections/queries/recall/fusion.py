@@ -106,6 +106,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+import numpy as np
+
 __all__ = [
     "DEFAULT", "E5", "LEAD_MIN_CANDIDATES", "MIN_SCORE_DEFAULTS", "FusionParams", "Hit", "absolute_score",
     "dense_leads", "fuse",
@@ -287,14 +289,50 @@ def fuse(dense: Sequence[Hit], lexical: Sequence[Hit], *, params: FusionParams =
     # the query's best lexical match, and the best among the others for that one
     top = sorted(bm25.items(), key=lambda kv: (-kv[1], kv[0]))[:2]
     leads = dense_leads(cos)
-    scores = {}
-    for mid in cos.keys() | bm25.keys():
-        c = cos.get(mid, cos_missing) if cos else None
-        b = bm25.get(mid, bm25_missing) if bm25 else None
-        rival = next((v for k, v in top if k != mid), 0.0)
-        scores[mid] = absolute_score(c, b, params, query_terms, mid in blind, rival,
-                                     leads.get(mid, 0.0))
-    return _ranked(scores)
+    ids = list(cos.keys() | bm25.keys())
+    if not cos or not bm25:   # one signal alone: its evidence is the score
+        scores = {mid: absolute_score(cos.get(mid) if cos else None, bm25.get(mid) if bm25 else None, params,
+                                      query_terms) for mid in ids}
+        return _ranked(scores)
+    first = top[0][0] if top else None
+    rivals = [v for _, v in top] + [0.0, 0.0]
+    fused = _fused(np.array([cos.get(mid, cos_missing) for mid in ids], dtype=np.float64),
+                   np.array([bm25.get(mid, bm25_missing) for mid in ids], dtype=np.float64),
+                   np.array([rivals[1] if mid == first else rivals[0] for mid in ids], dtype=np.float64),
+                   np.array([leads.get(mid, 0.0) for mid in ids], dtype=np.float64),
+                   np.array([mid in blind for mid in ids], dtype=bool), params, query_terms)
+    return _ranked(dict(zip(ids, fused.tolist())))
+
+
+def _pow(x: np.ndarray, y: float) -> np.ndarray:
+    """x ** y by Python's float power (the C library's pow), not NumPy's vectorised one, which
+    may differ in the last bit: scores must not depend on the code path."""
+    return np.array([v ** y for v in x.tolist()], dtype=np.float64)
+
+
+def _fused(cos: np.ndarray, bm25: np.ndarray, rival_bm25: np.ndarray, lead: np.ndarray, blind: np.ndarray,
+           p: FusionParams, query_terms: int) -> np.ndarray:
+    """:func:`absolute_score` of many candidates with both signals, the same float64 operations in
+    the same order (so the very same values: `tests/unit/test_fusion.py`), at a fraction of the
+    per-candidate Python cost (~100 candidates a recall)."""
+    def clip01(x: np.ndarray) -> np.ndarray:
+        return np.minimum(1.0, np.maximum(0.0, x))
+
+    def lexical(b: np.ndarray) -> np.ndarray:
+        b = np.maximum(0.0, b)
+        return b / (b + p.bm25_half * max(1, query_terms))
+
+    w = p.dense_weight
+    d = EPS + (1.0 - EPS) * clip01((cos - p.cos_floor) / (p.cos_ceiling - p.cos_floor))
+    lex = EPS + (1.0 - EPS) * lexical(bm25)
+    rival = lexical(rival_bm25)
+    alone = clip01(cos / p.solo_ceiling) * _pow(1.0 - rival, p.solo_gate)
+    ahead = clip01((lead - p.lead_low) / (p.lead_high - p.lead_low))
+    unrivalled = (p.lead_rival_high - rival) / (p.lead_rival_high - p.lead_rival_low)
+    across = clip01((cos - p.blind_floor) / (p.blind_ceiling - p.blind_floor))
+    sure = across * ahead * clip01(unrivalled)
+    fused = np.maximum(np.maximum(_pow(d, w) * _pow(lex, 1.0 - w), alone), sure)
+    return np.where(blind, np.maximum(fused, across), fused)
 
 
 def minmax(hits: Sequence[Hit]) -> dict[str, float]:
