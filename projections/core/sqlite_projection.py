@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from events import positions
@@ -81,23 +83,31 @@ class SqliteProjection:
             await asyncio.to_thread(self._apply, events)
 
     def _apply(self, events: list[Event]) -> None:
+        with self._writing() as conn:
+            checkpoint = self._checkpoint(conn)
+            fresh = after_checkpoint(events, checkpoint)
+            self._fold_batch(conn, fresh)
+            pos = last_position(fresh, checkpoint)
+            if pos is not None and pos != checkpoint:
+                self._store_checkpoint(conn, pos)
+
+    @contextmanager
+    def _writing(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (BEGIN IMMEDIATE ... COMMIT; ROLLBACK on any error), under the lock."""
         with self._lock:
             conn = self._connect(create=True)
             assert conn is not None
             conn.execute("BEGIN IMMEDIATE")
             try:
-                checkpoint = self._checkpoint(conn)
-                fresh = after_checkpoint(events, checkpoint)
-                self._fold_batch(conn, fresh)
-                pos = last_position(fresh, checkpoint)
-                if pos is not None and pos != checkpoint:
-                    conn.execute("INSERT INTO checkpoint (projector, position) VALUES (?, ?) "
-                                 "ON CONFLICT (projector) DO UPDATE SET position = excluded.position",
-                                 (self.name, pos))
+                yield conn
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
+
+    def _store_checkpoint(self, conn: sqlite3.Connection, position: str) -> None:
+        conn.execute("INSERT INTO checkpoint (projector, position) VALUES (?, ?) "
+                     "ON CONFLICT (projector) DO UPDATE SET position = excluded.position", (self.name, position))
 
     def _fold_batch(self, conn: sqlite3.Connection, events: list[Event]) -> None:
         raise NotImplementedError
@@ -107,20 +117,9 @@ class SqliteProjection:
         await asyncio.to_thread(self._advance, position)
 
     def _advance(self, position: str) -> None:
-        with self._lock:
-            conn = self._connect(create=True)
-            assert conn is not None
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                checkpoint = self._checkpoint(conn)
-                if positions.key(position) > positions.key(checkpoint):
-                    conn.execute("INSERT INTO checkpoint (projector, position) VALUES (?, ?) "
-                                 "ON CONFLICT (projector) DO UPDATE SET position = excluded.position",
-                                 (self.name, position))
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+        with self._writing() as conn:
+            if positions.key(position) > positions.key(self._checkpoint(conn)):
+                self._store_checkpoint(conn, position)
 
     def _snapshot(self, *queries: str) -> list[list[tuple]]:
         """The results of `queries` in one read snapshot ([] each before the first write)."""
