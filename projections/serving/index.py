@@ -3,34 +3,27 @@
 LanceDB is the durable read model; at 100k memories its per-query overheads (delta segments of
 every index, a filtered full-text search, a row fetch) cost 30-40 ms of CPU per recall. This
 index keeps, per namespace, the live rows' result columns, their vectors
-(:mod:`projections.serving.dense`: exact, or IVF-flat once big) and a BM25 index of their
-`search_text` (:mod:`projections.serving.bm25`), so a recall costs a few milliseconds.
+(:mod:`projections.serving.dense`) and a BM25 index of their `search_text`
+(:mod:`projections.serving.bm25`), so a recall costs a few milliseconds.
 
 It is a cache *of the projection*, never of the log: it loads the table as of the projector's
 checkpoint (the table version recorded there), then follows the checkpoint file, reading only
 the rows whose `position` moved past what it holds. :meth:`refresh` brings it up to the
 checkpoint the file names at the time of the call, so a reader that waited for a position (or
-read a cache generation) before calling it never sees an older state. The first load (and a
-reload after the projection was rebuilt) runs in a worker thread; until it is done
-:meth:`refresh` answers False and recall reads LanceDB directly.
-
-The first load reads the table in two passes (ids and positions, which fix each row's slot; then
-the rows in batches, placed straight into their slots) and hands the freed heap back to the OS,
-so it never holds the table as Python objects. A refresh that finds more than `BIG_DELTA` changed
-rows reloads the same way instead of folding them in on the event loop.
+read a cache generation) before calling it never sees an older state. Until the first load (or
+a reload: the projection was rebuilt, or more than `BIG_DELTA` rows changed at once) is done,
+:meth:`refresh` answers False and recall reads LanceDB directly. A load runs in worker threads,
+in two passes (ids and positions fix each row's slot; then the rows come in batches, straight
+into their slots), and hands the freed heap back to the OS.
 
 Memory (`tests/bench/serving_memory.py`): per live memory about 1.3 KB plus its text at 512
 dims: an int8 vector with its scale (:mod:`projections.serving.vectors`), the row as one
 record in a byte arena (:mod:`projections.serving.rows`), BM25 postings in flat arrays, and
-once IVF-partitioned the reduced row (4 bytes a reduced dimension) and a list slot.
+once partitioned the reduced row (4 bytes a reduced dimension) and a list slot.
 """
-
 from __future__ import annotations
 
 import asyncio
-import ctypes
-import ctypes.util
-import functools
 import os
 import sys
 from dataclasses import dataclass, field
@@ -48,6 +41,8 @@ from projections.core.checkpoint import Checkpoint
 from projections.serving.bm25 import BM25Params
 from projections.memories.schema import SEARCH_TEXT, TABLE
 from projections.memories.reader import RESULT_COLUMNS, _checked
+from projections.serving.heap import give_back_freed_memory
+from projections.serving.locations import Locations, slots_by_commit
 from projections.serving.partition import Partition
 from projections.text.lexical import terms
 from projections.serving.dense import IvfParams
@@ -59,42 +54,6 @@ BIG_DELTA = 50_000  # more changed rows than this since the last refresh: reload
 
 LOAD_COLUMNS = list(dict.fromkeys([*RESULT_COLUMNS, SEARCH_TEXT, "vector", "is_deleted", "position", "agent_id",
                                    "derived_from"]))
-
-
-class Locations:
-    """memory id -> (namespace, slot), each held as one int (namespace number << 32 | slot): a
-    tuple per memory would cost 56 bytes more."""
-
-    __slots__ = ("_at", "_names", "_numbers")
-
-    def __init__(self) -> None:
-        self._at: dict[str, int] = {}
-        self._names: list[str] = []
-        self._numbers: dict[str, int] = {}
-
-    def __len__(self) -> int:
-        return len(self._at)
-
-    def get(self, memory_id: str) -> tuple[str, int] | None:
-        at = self._at.get(memory_id)
-        return None if at is None else (self._names[at >> 32], at & 0xFFFFFFFF)
-
-    def pop(self, memory_id: str) -> tuple[str, int] | None:
-        at = self._at.pop(memory_id, None)
-        return None if at is None else (self._names[at >> 32], at & 0xFFFFFFFF)
-
-    def __getitem__(self, memory_id: str) -> tuple[str, int]:
-        at = self.get(memory_id)
-        if at is None:
-            raise KeyError(memory_id)
-        return at
-
-    def __setitem__(self, memory_id: str, at: tuple[str, int]) -> None:
-        number = self._numbers.get(at[0])
-        if number is None:
-            number = self._numbers[at[0]] = len(self._names)
-            self._names.append(at[0])
-        self._at[memory_id] = number << 32 | at[1]
 
 
 @dataclass(slots=True)
@@ -223,7 +182,7 @@ class ServingIndex:
         links its context neighbours and trains its IVF."""
         await table.checkout(await table.version())  # both passes read one version
         keys = await table.query().where("is_deleted = false").select(["id", "namespace", "position"]).to_arrow()
-        order = await asyncio.to_thread(_slots_by_commit, keys, positions.key(position))
+        order = await asyncio.to_thread(slots_by_commit, keys, positions.key(position))
         del keys
         agents: dict[str, list[str]] = {}
         stamps: dict[str, list[int]] = {}
@@ -438,35 +397,3 @@ def _went_back(ck: Checkpoint, state: _State) -> bool:
     if positions.key(ck.position) < positions.key(state.position):
         return True
     return (ck.table_version or 0) < (state.table_version or 0)
-
-
-def _slots_by_commit(keys: pa.Table, upto: tuple[int, int]) -> dict[str, list[str]]:
-    """Per namespace, the ids of the rows at or before `upto`, in commit order (their slots)."""
-    stamped = [(positions.key(p), mid, ns) for mid, ns, p in zip(keys.column("id").to_pylist(),
-                                                                 keys.column("namespace").to_pylist(),
-                                                                 keys.column("position").to_pylist())]
-    stamped.sort()
-    out: dict[str, list[str]] = {}
-    for key, mid, ns in stamped:
-        if key <= upto:
-            out.setdefault(ns, []).append(mid)
-    return out
-
-
-@functools.cache
-def _libc() -> Any:
-    name = ctypes.util.find_library("c")
-    try:
-        return ctypes.CDLL(name) if name else None
-    except OSError:
-        return None
-
-
-def give_back_freed_memory() -> None:
-    """Return the heap a load freed to the OS. Arrow's pool and glibc's per-thread arenas keep
-    what the scan's batches and the worker threads used: measured at 50k memories, the load's
-    RSS growth was 6-7 KB a memory before this and 1.7-2.3 KB after."""
-    pa.default_memory_pool().release_unused()
-    libc = _libc()
-    if libc is not None and hasattr(libc, "malloc_trim"):
-        libc.malloc_trim(0)
