@@ -6,7 +6,7 @@ stream, reads it (XRANGE, XREVRANGE, XREAD) and keeps the checkpoints, generatio
 write-side indexes. The other modules there: `consumer_groups` (the reactions runner reads the
 stream through its consumer group: XREADGROUP, XPENDING, XCLAIM, XACK, and writes the dead-letter
 stream), `counters` (commands' counters and flags), `answer_cache` (cached recall answers),
-`server_info` (probing and stopping a server).
+`server_info` (probing and stopping a server), `checkpoint_groups` (checkpoint publishes, grouped).
 
 Appends go through one Lua script (`append.lua`) that atomically honours an idempotency
 key, checks guards (expected versions, absent keys), stamps each event with a hybrid
@@ -29,6 +29,7 @@ from redis.commands.core import AsyncScript
 from events import positions
 from events.redis import keys
 from events.redis.append_call import ScriptCall, call_script
+from events.redis.checkpoint_groups import GroupedPublisher, reset_message
 from events.codec import decode, encode_append_fields
 from events.envelope import Event
 from events.errors import GuardFailed, IdempotencyConflict, LogResetError
@@ -41,16 +42,6 @@ log = structlog.get_logger(__name__)
 _SCRIPT = resources.files("events.redis").joinpath("append.lua").read_text()
 IDEMPOTENCY_TTL_S = 24 * 3600
 
-_PUBLISH = """
-local epoch = redis.call('GET', KEYS[1])
-if epoch ~= ARGV[1] then return epoch or 0 end
-local last = 2 + 2 * tonumber(ARGV[2])
-redis.call('HSET', KEYS[2], unpack(ARGV, 3, last))
-if #ARGV > last then redis.call('HSET', KEYS[3], unpack(ARGV, last + 1)) end
-return 1
-"""
-"""Publish checkpoints (ARGV[2] projector/position pairs, then their generations) only into the log the
-projections were folded from."""
 DECODED_KEEP = 4096
 """Decoded events the runners' reads remember (`EventStore._decode`)."""
 WAIT_AOF_MS = 5000
@@ -86,14 +77,14 @@ class EventStore(WriteSideIndexes):
     wait_aof_ms: int = WAIT_AOF_MS
     local: Redis | None = None    # a LAN replica's own Redis: its checkpoints and generations (the log's is read-only)
     _script: AsyncScript = field(init=False, repr=False)
-    _publish_script: AsyncScript | None = field(default=None, init=False, repr=False)
     _reads: dict[tuple[Any, ...], asyncio.Future[list[Event]]] = field(default_factory=dict, init=False, repr=False)
     _decoded: dict[str, tuple[Mapping[bytes, bytes], Event]] = field(default_factory=dict, init=False, repr=False)
-    _publishing: dict[asyncio.AbstractEventLoop, _Publishes] = field(default_factory=dict, init=False, repr=False)
+    _publisher: GroupedPublisher = field(init=False, repr=False)
     _call: ScriptCall = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._script = self.redis.register_script(_SCRIPT)
+        self._publisher = GroupedPublisher(self.redis)
         self._call = ScriptCall(_SCRIPT, self._script.sha, self.wait_aof_ms if self.durable else None)
 
     # ------------------------------------------------------------------ append
@@ -368,15 +359,7 @@ class EventStore(WriteSideIndexes):
             await pipe.execute()
             return
         if epoch is not None:
-            loop = asyncio.get_running_loop()
-            publishes = self._publishing.get(loop)
-            if publishes is None:
-                publishes = self._publishing[loop] = _Publishes()
-            waiter = publishes.add(epoch, projector, position,
-                                   {keys.generation(projector, ns): pos for ns, pos in (generations or {}).items()})
-            if publishes.flusher is None:
-                publishes.flusher = asyncio.ensure_future(self._flush_publishes(loop, publishes))
-            await asyncio.shield(waiter)
+            await self._publisher.publish(epoch, projector, position, generations or {})
             return
         if not generations:
             await self.redis.hset(keys.CHECKPOINTS, projector, position)
@@ -385,44 +368,6 @@ class EventStore(WriteSideIndexes):
         pipe.hset(keys.CHECKPOINTS, projector, position)
         pipe.hset(keys.GENERATIONS, mapping={keys.generation(projector, ns): pos for ns, pos in generations.items()})
         await pipe.execute()
-
-    async def _flush_publishes(self, loop: asyncio.AbstractEventLoop, publishes: _Publishes) -> None:
-        """Send what was published while the previous send was in flight, one script call per log epoch,
-        until nothing is left (a group commit: the runners of a process publish together)."""
-        unsent: list[_PublishGroup] = []
-        try:
-            while publishes.open:
-                groups, publishes.open = publishes.open, {}
-                unsent = list(groups.values())
-                for epoch, group in groups.items():
-                    try:
-                        await self._publish_group(epoch, group)
-                    except Exception as exc:  # noqa: BLE001 - handed to every publisher of the group
-                        group.done.set_exception(exc)
-                        group.done.exception()   # retrieved here; each of its publishers raises it
-                    else:
-                        group.done.set_result(None)
-                    unsent.remove(group)
-        finally:
-            publishes.flusher = None
-            for group in [*unsent, *publishes.open.values()]:   # cancelled meanwhile: nobody sends these
-                if not group.done.done():
-                    group.done.cancel()
-            publishes.open = {}
-            if self._publishing.get(loop) is publishes:
-                del self._publishing[loop]
-
-    async def _publish_group(self, epoch: str, group: _PublishGroup) -> None:
-        if self._publish_script is None:
-            self._publish_script = self.redis.register_script(_PUBLISH)
-        args: list[str | int] = [epoch, len(group.checkpoints)]
-        for projector, position in group.checkpoints.items():
-            args += [projector, position]
-        for field_, pos in group.generations.items():
-            args += [field_, pos]
-        found = await self._publish_script(keys=[keys.EPOCH, keys.CHECKPOINTS, keys.GENERATIONS], args=args)
-        if found != 1:
-            raise LogResetError(reset_message(epoch, as_str(found) if found else None))
 
     async def clear_checkpoints(self) -> None:
         """Forget every published checkpoint and generation (projections replaced by a rebuild)."""
@@ -451,34 +396,5 @@ class EventStore(WriteSideIndexes):
             return False
 
 
-
-@dataclass(slots=True)
-class _PublishGroup:
-    """Checkpoints (and generations) published while a send was in flight: sent together next."""
-    done: asyncio.Future[None]
-    checkpoints: dict[str, str] = field(default_factory=dict)
-    generations: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
-class _Publishes:
-    open: dict[str, _PublishGroup] = field(default_factory=dict)   # by log epoch
-    flusher: asyncio.Future[None] | None = None
-
-    def add(self, epoch: str, projector: str, position: str, generations: dict[str, str]) -> asyncio.Future[None]:
-        group = self.open.get(epoch)
-        if group is None:
-            group = self.open[epoch] = _PublishGroup(asyncio.get_running_loop().create_future())
-        group.checkpoints[projector] = position
-        group.generations.update(generations)
-        return group.done
-
-
 def new_epoch() -> str:
     return secrets.token_hex(8)
-
-
-def reset_message(expected: str | None, found: str | None) -> str:
-    return (f"the event log was wiped or replaced (its epoch is {found or 'missing'}, expected {expected or 'none'}): "
-            "nothing is read or written until the projections are rebuilt from the current log with "
-            "`zhiyi replay --in-place`; agents registered in the lost log must register again")

@@ -29,7 +29,8 @@ import structlog
 from aiohttp import web
 
 from events.errors import LogResetError
-from events.redis.store import EventStore, reset_message
+from events.redis.checkpoint_groups import reset_message
+from events.redis.store import EventStore
 from gateway.http.appkeys import EPOCH_GUARD
 from projections.core.epoch import load_epoch, open_projections_epoch
 from projections.core.runner import TRANSIENT
