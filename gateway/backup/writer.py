@@ -35,7 +35,8 @@ from gateway.backup.archive import (CHUNK_EVENTS, EMBEDDINGS, FULL, INCREMENTAL,
                                     BackupBusy, BackupError, archives)
 from projections.core.epoch import load_epoch
 from projections.core.registry import projections_root
-from projections.core.snapshot import ProjectionCopy, copy_sqlite, take_snapshot
+from projections.core.snapshot import ProjectionCopy, take_snapshot
+from projections.models.embedding_cache import export_blobs
 
 log = structlog.get_logger(__name__)
 
@@ -223,7 +224,7 @@ async def _write(redis: Redis, prepared: PreparedBackup, embedding_cache: Path |
                 assert embedding_cache is not None
                 with tempfile.TemporaryDirectory(dir=directory) as scratch:
                     copy = Path(scratch) / EMBEDDINGS
-                    await asyncio.to_thread(copy_sqlite, embedding_cache, copy)
+                    await asyncio.to_thread(export_blobs, embedding_cache, copy)   # one self-contained file
                     files.append(await asyncio.to_thread(_add_file, tar, copy, EMBEDDINGS))
             if prepared.snapshot is not None:
                 files += await asyncio.to_thread(_add_tree, tar, prepared.snapshot / PROJECTIONS, PROJECTIONS)
