@@ -40,8 +40,11 @@ def sql_in(column: str, values: Iterable[str]) -> str:
     return f"{column} IN ({', '.join(sql_quote(v) for v in values)})"
 
 
-def vectors_to_arrow(vectors: np.ndarray, dim: int) -> pa.FixedSizeListArray:
-    flat = pa.array(np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1), type=pa.float32())
+def vectors_to_arrow(vectors: np.ndarray, dim: int, value_type: pa.DataType = pa.float32()) -> pa.FixedSizeListArray:
+    """Rows of `vectors` as a fixed-size list column of `value_type` (float32, or float16: half the bytes)."""
+    dtype = value_type.to_pandas_dtype()
+    flat = pa.array(np.ascontiguousarray(vectors, dtype=np.float32).astype(dtype, copy=False).reshape(-1),
+                    type=value_type)
     return pa.FixedSizeListArray.from_arrays(flat, dim)
 
 

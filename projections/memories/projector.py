@@ -23,7 +23,7 @@ import time
 from datetime import timedelta
 from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pyarrow as pa
@@ -67,7 +67,8 @@ class MemoriesProjector(LanceProjection):
 
     def __init__(self, directory: Path, embedder: Any, *, compact_after_writes: int = 100,
                  compact_after_rows: int = 5000, vector_index_min_rows: int = 5000, serving_indexes: bool = True,
-                 retention: timedelta = timedelta(minutes=10), memo_limit: int = 8192) -> None:
+                 retention: timedelta = timedelta(minutes=10), memo_limit: int = 8192,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.directory = Path(directory)
         self.embedder = embedder
         self.compact_after_writes = compact_after_writes
@@ -87,6 +88,9 @@ class MemoriesProjector(LanceProjection):
         self._rows_since_optimize = 0
         self._memo: dict[str, np.ndarray] = {}  # content -> vector, filled by prepare()
         self._maintained = False  # the first maintain always runs (it adds missing serving indexes)
+        self.clock = clock   # upkeep timing only, never folds
+        self._prune_at: float | None = None  # when the versions the last optimize had to keep may go
+        self._stored: pa.Schema | None = None  # the schema rows are written with (the table's own)
 
     # ------------------------------------------------------------------ identity
 
@@ -135,7 +139,8 @@ class MemoriesProjector(LanceProjection):
         rows, upsert = await self._fold(folded) if folded else ([], False)
         if rows:
             await self._embed_missing(rows)
-            version: int | None = await self._table.write(self._to_arrow(rows), upsert=upsert)
+            version: int | None = await self._table.write(self._to_arrow(rows, await self._stored_schema()),
+                                                          upsert=upsert)
             self._writes_since_optimize += 1
             self._rows_since_optimize += len(rows)
         else:
@@ -192,12 +197,20 @@ class MemoriesProjector(LanceProjection):
         for r in todo:
             self._memo.pop(r["content"], None)
 
-    def _to_arrow(self, rows: list[Row]) -> pa.Table:
-        schema = self._lazy_schema()
+    async def _stored_schema(self) -> pa.Schema:
+        """The table's own schema (a table made before half-precision vectors keeps its float32 ones;
+        a rebuild writes the compact form), or the current one for a table yet to be made."""
+        if self._stored is None:
+            table = await self._table.open()
+            self._stored = await table.schema() if table is not None else self._lazy_schema()
+        return self._stored
+
+    def _to_arrow(self, rows: list[Row], schema: pa.Schema) -> pa.Table:
         arrays = []
         for f in schema:
             if f.name == "vector":
-                arrays.append(vectors_to_arrow(np.stack([r["vector"] for r in rows]), int(self.embedder.dim)))
+                arrays.append(vectors_to_arrow(np.stack([r["vector"] for r in rows]), int(self.embedder.dim),
+                                               f.type.value_type))
             else:
                 arrays.append(pa.array([r[f.name] for r in rows], type=f.type))
         return pa.Table.from_arrays(arrays, schema=schema)
@@ -217,12 +230,27 @@ class MemoriesProjector(LanceProjection):
             table = (await self._table.scan(SCALAR_COLUMNS, ck.table_version)).sort_by("id")
         return await asyncio.to_thread(_digest_table, table), ck.position if ck else None
 
+    def upkeep_due(self) -> bool:
+        """Whether `maintain` has work though nothing was written since its last run: the versions that
+        run kept (younger than `retention` then: the files of the fragments it compacted, the index
+        files it replaced) are older than that now and can be pruned."""
+        return self._prune_at is not None and self.clock() >= self._prune_at
+
+    async def advance(self, position: str) -> None:
+        """Skipping (recall audits only): the checkpoint moves; the versions the last `maintain`
+        kept are pruned once they are due (the runner calls `maintain` only after writes)."""
+        await super().advance(position)
+        if self.upkeep_due():
+            await self.maintain()
+
     async def maintain(self) -> None:
         """Compact, refresh the indexes (creating the vector index once the table is big enough),
-        prune versions older than `retention`; the digest is unchanged."""
+        prune versions older than `retention` (and, one `retention` after a run that followed
+        writes, once more: what that run had to keep); the digest is unchanged."""
         if not await self._table.exists():
             return
-        if self._maintained and not self._writes_since_optimize:
+        idle = self._maintained and not self._writes_since_optimize
+        if idle and not self.upkeep_due():
             return  # nothing written since the last run (e.g. only recall audits): nothing to compact
         await self._recover()
         ck = await self._current()
@@ -231,6 +259,9 @@ class MemoriesProjector(LanceProjection):
         if self.vector_index_min_rows:
             await self._table.ensure_vector_index("vector", self.vector_index_min_rows)
         stats, version = await self._table.optimize(self.retention)
+        # once more one retention later, unless an idle run changed nothing (no new version: nothing more kept)
+        again = not idle or version != before
+        self._prune_at = self.clock() + self.retention.total_seconds() + 1.0 if again else None
         self._writes_since_optimize = 0
         self._rows_since_optimize = 0
         self._maintained = True
@@ -243,3 +274,4 @@ class MemoriesProjector(LanceProjection):
         self._lock.release()
         self._recovered = False
         self._memo.clear()
+        self._stored = None

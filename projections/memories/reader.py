@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 import lancedb
 import numpy as np
 import orjson
+import pyarrow as pa
 import pyarrow.compute as pc
 import structlog
 
@@ -70,11 +71,27 @@ def _search_filter(namespaces: list[str]) -> str:
     return f"{sql_in('namespace', namespaces)} AND is_deleted = false"
 
 
-def _scored(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Distance -> cosine similarity `score`, JSON columns decoded, best first (ties by id)."""
-    for row in rows:
-        row["score"] = float(np.clip(1.0 - float(row.pop("_distance")), -1.0, 1.0))
-        _shape(row)
+def _cosines(query: np.ndarray, vectors: Any) -> np.ndarray:
+    """The cosine of `query` with each row of a vector column (float32 or float16), computed here:
+    LanceDB's `_distance` is the cosine distance on a flat search but twice that (the squared L2 of
+    unit vectors) through its IVF-HNSW-SQ index."""
+    arr = vectors.combine_chunks() if hasattr(vectors, "combine_chunks") else vectors
+    if len(arr) == 0:
+        return np.zeros(0, dtype=np.float32)
+    mat = arr.values.to_numpy(zero_copy_only=False).reshape(len(arr), -1).astype(np.float32)
+    norms = np.linalg.norm(mat, axis=1) * (float(np.linalg.norm(query)) or 1.0)
+    return np.clip(mat @ query / np.where(norms > 0, norms, 1.0), -1.0, 1.0)
+
+
+def _scored(query: np.ndarray, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Cosine similarity `score` (from each row's vector, dropped), JSON columns decoded, best first
+    (ties by id)."""
+    if rows:
+        cos = _cosines(query, pa.array([r.pop("vector") for r in rows], type=pa.list_(pa.float32())))
+        for row, c in zip(rows, cos):
+            row.pop("_distance", None)
+            row["score"] = float(c)
+            _shape(row)
     rows.sort(key=lambda r: (-r["score"], r["id"]))
     return rows
 
@@ -115,13 +132,14 @@ class MemoriesReader:
         table = self._open()
         if table is None or not ns:
             return []
-        rows = (table.search(_as_query(vector), vector_column_name="vector")
+        query = _as_query(vector)
+        rows = (table.search(query, vector_column_name="vector")
                 .distance_type("cosine")
                 .where(_search_filter(ns), prefilter=True)
-                .select([*SEARCH_COLUMNS, "_distance"])
+                .select([*SEARCH_COLUMNS, "vector", "_distance"])
                 .limit(limit)
                 .to_list())
-        return _scored(rows)
+        return _scored(query, rows)
 
     async def adense(self, vector: np.ndarray, namespaces: list[str], limit: int) -> list[tuple[str, float]]:
         """(id, cosine) of the nearest non-deleted memories in `namespaces`, best first.
@@ -133,10 +151,11 @@ class MemoriesReader:
         table = await self._aopen()
         if table is None or not ns:
             return []
-        data = await (table.vector_search(_as_query(vector)).column("vector").distance_type("cosine")
+        query = _as_query(vector)
+        data = await (table.vector_search(query).column("vector").distance_type("cosine")
                       .where(_search_filter(ns))  # a prefilter in the async API
-                      .select(["id", "_distance"]).limit(limit).to_arrow())
-        cos = np.clip(1.0 - data.column("_distance").to_numpy(), -1.0, 1.0)
+                      .select(["id", "vector", "_distance"]).limit(limit).to_arrow())
+        cos = _cosines(query, data.column("vector"))
         hits = list(zip(data.column("id").to_pylist(), (float(c) for c in cos)))
         hits.sort(key=lambda h: (-h[1], h[0]))
         return hits

@@ -22,6 +22,12 @@ from events.envelope import Event
 # 6: merged_into (seed 2.2; an LWW register, "" when live), conflicts (the open conflicts it is in) and
 #    extractor (who distilled it; "" for an agent's commit)
 SCHEMA_VERSION = 6
+# The table's copy of each vector is half precision (1 KB at 512-d, was 2 KB): the full-precision one is the
+# embedding cache's (projections.models.embedding_cache). Not a schema version: the columns, their values
+# as the digest sees them (vectors stand for (model, sha256(content))) and every reader (they read float32
+# out of either) are the same, so a table made before keeps its float32 vectors and is folded on as it is;
+# a rebuild (`zhiyi replay --in-place`) writes the compact form.
+VECTOR_TYPE = pa.float16()
 TABLE = "memories"
 SEARCH_TEXT = "search_text"  # projections.text.lexical.index_text(content), under a BM25 full-text index
 FILTER_COLUMNS = ("namespace", "is_deleted")  # every recall prefilters on these: Bitmap-indexed
@@ -32,7 +38,7 @@ def memories_schema(dim: int) -> pa.Schema:
         ("id", pa.string()),
         ("content", pa.string()),
         (SEARCH_TEXT, pa.string()),
-        ("vector", pa.list_(pa.float32(), dim)),
+        ("vector", pa.list_(VECTOR_TYPE, dim)),
         ("model", pa.string()),
         ("category", pa.string()),
         ("decay_class", pa.string()),
