@@ -209,9 +209,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
         if args.in_place:
             from gateway.cli.maintenance import replay_in_place
 
-            return asyncio.run(replay_in_place(settings, as_json=args.json))
+            return asyncio.run(replay_in_place(settings, as_json=args.json, processes=args.processes))
         return asyncio.run(replay(settings, Path(args.into), until=args.until, verify=args.verify,
-                                  as_json=args.json))
+                                  as_json=args.json, processes=args.processes))
     finally:
         if embedded is not None:
             embedded.stop()
@@ -302,6 +302,9 @@ def parser(env: Environment | None = None) -> argparse.ArgumentParser:
     rp.add_argument("--until", default=None, help="stop at this position (time travel)")
     rp.add_argument("--verify", action="store_true",
                     help="rebuild twice up to the live position; fail unless both match the live digests")
+    rp.add_argument("--processes", type=int, choices=(1, 2), default=None,
+                    help="1: fold every projection in this process; 2: the projections that need no embedder in "
+                         "a second process (default: 2 for a log of 20,000 events or more on 2 cores or more)")
     rp.add_argument("--json", action="store_true")
     rp.set_defaults(func=cmd_replay)
     add_events_parser(sub, parents=[common])

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import os
 import sys
+from functools import partial
 from pathlib import Path
 
 import orjson
 
 from events.redis.store import EventStore
+from gateway.process.logging_setup import configure_from_environment
 from gateway.process.settings import Settings
 from gateway.process.model_services import make_embedding_model
-from gateway.process.wiring import open_services
+from gateway.process.wiring import log_reader, open_services
 from projections.core import replay as rebuilds
+from projections.core.rebuild_process import MIN_EVENTS, SecondProcess
 from projections.core.registry import projections_root
 from projections.core.replay import ProjectionDigest
 from projections.core.replay_in_place import outdated, rebuild_in_place
@@ -29,6 +33,15 @@ def _print(digests: dict[str, ProjectionDigest], title: str, as_json: bool) -> N
     for row in _rows(digests):
         extra = f"  events={row['events']}" if "events" in row else ""
         print(f"  {row['projection']:<12} position={row['position'] or '-':<22} digest={row['digest']}{extra}")
+
+
+def second_process(settings: Settings, processes: int | None) -> SecondProcess | None:
+    """Whether a rebuild folds the projections that need no embedder in a second process (`--processes`:
+    1 never, 2 always, None when the log is long enough and a second core is there)."""
+    if processes == 1 or (processes is None and (os.cpu_count() or 1) < 2):
+        return None
+    return SecondProcess(partial(log_reader, settings.redis_url), configure_from_environment,
+                         min_events=0 if processes == 2 else MIN_EVENTS)
 
 
 def outdated_projections(settings: Settings) -> list[str]:
@@ -61,12 +74,13 @@ async def print_digests(settings: Settings, *, as_json: bool = False) -> int:
     return 0
 
 
-async def replay(settings: Settings, into: Path, *, until: str | None, verify: bool, as_json: bool) -> int:
+async def replay(settings: Settings, into: Path, *, until: str | None, verify: bool, as_json: bool,
+                 processes: int | None = None) -> int:
     async with open_services(settings, origin="replay") as services:
         store, embedder = services.store, services.embedder
         if verify:
-            return await _verify(store, settings, into, embedder, as_json)
-        digests = await rebuilds.rebuild(store, into, embedder, until)
+            return await _verify(store, settings, into, embedder, as_json, processes)
+        digests = await rebuilds.rebuild(store, into, embedder, until, second=second_process(settings, processes))
     if as_json:
         print(orjson.dumps({"into": str(into), "projections": _rows(digests)}).decode())
     else:
@@ -74,10 +88,11 @@ async def replay(settings: Settings, into: Path, *, until: str | None, verify: b
     return 0
 
 
-async def replay_in_place(settings: Settings, *, as_json: bool) -> int:
+async def replay_in_place(settings: Settings, *, as_json: bool, processes: int | None = None) -> int:
     """`zhiyi replay --in-place`: see projections.core.replay_in_place."""
     async with open_services(settings, origin="replay") as services:
-        done = await rebuild_in_place(services.store, settings.data_dir, services.embedder)
+        done = await rebuild_in_place(services.store, settings.data_dir, services.embedder,
+                                      second=second_process(settings, processes))
     kept = str(done.kept.resolve()) if done.kept else None
     if as_json:
         print(orjson.dumps({"epoch": done.epoch, "previous_epoch": done.previous_epoch, "kept": kept,
@@ -95,8 +110,9 @@ async def replay_in_place(settings: Settings, *, as_json: bool) -> int:
     return 0
 
 
-async def _verify(store: EventStore, settings: Settings, into: Path, embedder, as_json: bool) -> int:
-    report = await rebuilds.verify(store, settings.data_dir, into, embedder)
+async def _verify(store: EventStore, settings: Settings, into: Path, embedder, as_json: bool,
+                  processes: int | None) -> int:
+    report = await rebuilds.verify(store, settings.data_dir, into, embedder, second=second_process(settings, processes))
     if as_json:
         print(orjson.dumps({"ok": report.ok, "live": _rows(report.live),
                             "rebuilds": [_rows(r) for r in report.rebuilds],

@@ -24,3 +24,12 @@ def configure_logging(*, json: bool = False, level: str = "info") -> None:
         logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
         cache_logger_on_first_use=True,
     )
+
+
+def configure_from_environment() -> None:
+    """`configure_logging` as ZHIYI_LOG_JSON and ZHIYI_LOG_LEVEL say: for a spawned child process (it
+    inherits the environment, not the parent's configuration)."""
+    from gateway.process.settings import Environment
+
+    env = Environment.read()
+    configure_logging(json=env.log_json, level=env.log_level)

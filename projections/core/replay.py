@@ -7,7 +7,7 @@ never publishes checkpoints to Redis (the live ones belong to the live projector
 
 from __future__ import annotations
 
-import math
+import asyncio
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -19,19 +19,12 @@ import structlog
 from events.redis.store import EventStore
 from projections.core.epoch import save_epoch
 from projections.core.errors import ProjectionError, RebuildTargetNotEmpty
-from projections.core.projector import Maintainable, Projector
+from projections.core.projector import Projector
+from projections.core.rebuild_process import EMBEDDING, SecondProcess, fold_elsewhere
 from projections.core.registry import make_projectors, projections_root
-from projections.core.runner import ProjectionRunner
+from projections.core.rebuild_fold import REBUILD_BATCH, ProjectionDigest, Until, first_error, fold_projectors
 
 log = structlog.get_logger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class ProjectionDigest:
-    name: str
-    digest: str
-    position: str | None
-    events: int | None = None  # events folded by a rebuild; None for a live projection
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,56 +41,43 @@ def _require_empty(root: Path) -> None:
         raise RebuildTargetNotEmpty(f"{proj} is not empty: rebuild into a fresh directory")
 
 
-REBUILD_BATCH = 2000  # offline: bigger batches than the live runner amortise per-commit costs
-
-
-async def _fold(store: EventStore, projector: Projector, until: str | None,
-                batch_size: int = REBUILD_BATCH, epoch: str | None = None) -> ProjectionDigest:
-    runner = ProjectionRunner(store, projector, publish=False, maintain_every_s=math.inf, batch_size=batch_size,
-                              epoch=epoch)
-    position = await runner.catch_up(until)
-    if runner.events_applied and isinstance(projector, Maintainable):
-        await projector.maintain()  # leave a compact table behind (digest unchanged)
-    return ProjectionDigest(projector.name, await projector.digest(), position, runner.events_applied)
-
-
 async def rebuild(store: EventStore, directory: Path, embedder: Any,
-                  until: str | None | dict[str, str | None] = None, *,
-                  batch_size: int = REBUILD_BATCH) -> dict[str, ProjectionDigest]:
+                  until: Until = None, *,
+                  batch_size: int = REBUILD_BATCH, second: SecondProcess | None = None) -> dict[str, ProjectionDigest]:
     """Fold the log from the start into fresh projectors under `directory`.
 
     `until` (inclusive) is one position for every projector, or a {name: position} map; a
     projector mapped to None folds nothing (its live counterpart has applied nothing yet).
     The log's epoch is checked before every read (a log wiped meanwhile fails the rebuild) and
-    recorded with the projections (projections.core.epoch) when the log has one.
+    recorded with the projections (projections.core.epoch) when the log has one. `second`: fold the
+    projections that need no embedder in a second process (`projections.core.rebuild_process`).
     """
     _require_empty(Path(directory))
-    return await fold_on(store, directory, embedder, until, batch_size=batch_size)
+    return await fold_on(store, directory, embedder, until, batch_size=batch_size, second=second)
 
 
 async def fold_on(store: EventStore, directory: Path, embedder: Any,
-                  until: str | None | dict[str, str | None] = None, *,
-                  batch_size: int = REBUILD_BATCH) -> dict[str, ProjectionDigest]:
+                  until: Until = None, *,
+                  batch_size: int = REBUILD_BATCH, second: SecondProcess | None = None) -> dict[str, ProjectionDigest]:
     """Fold the log into the projectors under `directory`, each from its own checkpoint (the start
     for a fresh one: `rebuild`; a restored copy's position for an archived one), as `rebuild` says."""
     epoch = await store.log_epoch()
     projectors = make_projectors(Path(directory), embedder, offline=True)
-    out: dict[str, ProjectionDigest] = {}
+    away = ([p.name for p in projectors if p.name not in EMBEDDING]
+            if second is not None and await store.length() >= second.min_events else [])
     try:
-        for p in projectors:
-            if isinstance(until, dict):
-                target = until.get(p.name)
-                if target is None:
-                    out[p.name] = ProjectionDigest(p.name, await p.digest(), None, 0)
-                    continue
-            else:
-                target = until
-            out[p.name] = await _fold(store, p, target, batch_size, epoch)
-            log.info("replay.rebuilt", projector=p.name, position=out[p.name].position,
-                     events=out[p.name].events, digest=out[p.name].digest)
+        if second is not None and away:
+            async with first_error(), asyncio.TaskGroup() as tasks:
+                there = tasks.create_task(fold_elsewhere(second, Path(directory), away, until, batch_size, epoch))
+                here = tasks.create_task(fold_projectors(store, [p for p in projectors if p.name not in away], until,
+                                                         batch_size, epoch))
+            out = {**here.result(), **there.result()}
+        else:
+            out = await fold_projectors(store, projectors, until, batch_size, epoch)
     finally:
         for p in projectors:
             await p.close()
+    out = {p.name: out[p.name] for p in projectors}   # the registry's order
     if epoch is not None:
         save_epoch(Path(directory), epoch)
     return out
@@ -129,7 +109,7 @@ async def live_digests(directory: Path, embedder: Any, *, attempts: int = 20) ->
 
 
 async def verify(store: EventStore, live_dir: Path, scratch_dir: Path, embedder: Any, *,
-                 keep_scratch: bool = False) -> VerifyReport:
+                 keep_scratch: bool = False, second: SecondProcess | None = None) -> VerifyReport:
     """Live digests vs two independent rebuilds up to the live positions: ok iff all three agree."""
     live = await live_digests(live_dir, embedder)
     until = {name: d.position for name, d in live.items()}
@@ -140,7 +120,7 @@ async def verify(store: EventStore, live_dir: Path, scratch_dir: Path, embedder:
         for label in ("a", "b"):
             target = Path(tempfile.mkdtemp(prefix=f"rebuild-{label}-", dir=scratch_dir))
             dirs.append(target)
-            runs.append(await rebuild(store, target, embedder, until))
+            runs.append(await rebuild(store, target, embedder, until, second=second))
     finally:
         if not keep_scratch:
             for d in dirs:

@@ -31,6 +31,7 @@ from projections.core.epoch import load_epoch
 from projections.core.errors import ProjectionBusy, ProjectionError, RebuildRequired
 from projections.core.lance import WriterLock
 from projections.core.lance_projection import LanceProjection
+from projections.core.rebuild_process import SecondProcess
 from projections.core.registry import make_projectors, projections_root
 from projections.core.replay import REBUILD_BATCH, ProjectionDigest, rebuild
 
@@ -107,7 +108,8 @@ async def _writers_stopped(live: Path, wait_s: float) -> list[WriterLock]:
 
 
 async def rebuild_in_place(store: EventStore, data_dir: Path, embedder: Any, *,
-                           batch_size: int = REBUILD_BATCH, writer_wait_s: float = 60.0) -> InPlaceResult:
+                           batch_size: int = REBUILD_BATCH, writer_wait_s: float = 60.0,
+                           second: SecondProcess | None = None) -> InPlaceResult:
     """Rebuild every projection of `data_dir` from the current log, then swap it in.
 
     A log with no epoch (wiped, or written before epochs) is given one first: this command is
@@ -125,7 +127,7 @@ async def rebuild_in_place(store: EventStore, data_dir: Path, embedder: Any, *,
                              f"(epoch {epoch}): nothing to reset (`zhiyi replay --into DIR` rebuilds beside them)")
     staging = data_dir / f".rebuild-{epoch}"
     shutil.rmtree(staging, ignore_errors=True)  # an earlier attempt that did not finish
-    digests = await rebuild(store, staging, embedder, batch_size=batch_size)
+    digests = await rebuild(store, staging, embedder, batch_size=batch_size, second=second)
     # the published checkpoints described the replaced projections; the live runners publish anew
     # once they see the swapped-in folder (cleared before it, so never after they did)
     await store.clear_checkpoints()

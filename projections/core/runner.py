@@ -102,12 +102,16 @@ class ProjectionRunner:
 
     # ------------------------------------------------------------------ public
 
-    async def catch_up(self, until: str | None = None) -> str | None:
-        """Fold everything after the checkpoint up to `until` (inclusive) or the end."""
+    async def catch_up(self, until: str | None = None, *, shared: Reader | None = None) -> str | None:
+        """Fold everything after the checkpoint up to `until` (inclusive) or the end. `shared`: the
+        batches come from there instead (`projections.core.shared_reads`: the same reads as this
+        runner's own, done once for several runners)."""
         try:
             cursor = await self._start(None)
 
             async def read(after: str | None) -> list[Event]:
+                if shared is not None:
+                    return await shared(after)
                 return await self.store.read_checked(after, self.epoch, until, self.batch_size)
 
             cursor = await self._pump(read, cursor, None)

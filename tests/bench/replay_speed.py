@@ -19,11 +19,12 @@ Measured (wall = perf_counter, CPU = this process's CPU, every thread: SQLite an
 threads counts; the redis-server's own CPU is not counted):
 - read+decode: `EventStore.read` over the whole log in batches of 2,000 (REBUILD_BATCH), no projector:
   the floor each projector pays for reading the log once.
-- rebuild: `projections.core.replay.rebuild` into a fresh directory (every projector, one after the
-  other, as `zhiyi replay` does): total events/s = log events / wall seconds.
-- together (--no-together: not): every projector's runner at once on one store (asyncio.gather) into a
-  fresh directory: one read and decoding of each batch shared by all, one projector's SQLite or
-  LanceDB work (threads) overlapping another's Python; digests checked against the rebuild's.
+- rebuild: `projections.core.replay.rebuild` into a fresh directory, in this process: every projector
+  side by side, each batch read and decoded once for all (`projections.core.shared_reads`); total
+  events/s = log events / wall seconds.
+- two processes (--no-two-processes: not): the same rebuild with `second=SecondProcess(...)`, as
+  `zhiyi replay` runs it: memories here, every other projection in a spawned second process; its CPU
+  is reported apart; digests checked against the rebuild's.
 - per projector: each folded alone into another fresh directory like `fold_on` does (its runner's
   `catch_up` with REBUILD_BATCH, then `maintain` when it has one, then its digest, which is timed
   apart); wall and CPU seconds and events/s each, and their digests checked against the rebuild's.
@@ -49,10 +50,12 @@ import io
 import os
 import pstats
 import random
+import resource
 import shutil
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -71,7 +74,10 @@ from events.envelope import Event  # noqa: E402
 from events.redis.client import connect  # noqa: E402
 from events.redis.store import EventStore  # noqa: E402
 from projections.core.registry import make_projectors  # noqa: E402
-from projections.core.replay import REBUILD_BATCH, _fold, rebuild  # noqa: E402
+from projections.core.rebuild_fold import REBUILD_BATCH, fold_one as _fold  # noqa: E402
+from gateway.process.wiring import log_reader  # noqa: E402
+from projections.core.rebuild_process import SecondProcess  # noqa: E402
+from projections.core.replay import rebuild  # noqa: E402
 from projections.models.cached_embedder import CachedEmbedder  # noqa: E402
 from projections.models.embedding_cache import EmbeddingCache  # noqa: E402
 from tests.hash_embedder import HashEmbedder  # noqa: E402
@@ -260,23 +266,22 @@ async def bench(args: argparse.Namespace, work: Path, url: str) -> None:
               f"misses {embedder.misses:,}", flush=True)
         shutil.rmtree(work / "rebuild", ignore_errors=True)
 
-    if args.together:
-        # every projector's runner at once on one store (asyncio.gather): reads and decoding shared, the
-        # SQLite and LanceDB work of one overlapping another's Python (what folding them side by side gives)
+    if args.two_processes:
+        # `zhiyi replay` as the CLI runs it: the projections that need no embedder folded by a spawned
+        # second process (its CPU: RUSAGE_CHILDREN once it has ended)
         fresh = EventStore(redis, origin="bench", epoch=store.epoch)
-        projectors = make_projectors(work / "together", embedder, offline=True)
-        epoch = await store.log_epoch()
         w0, c0 = time.perf_counter(), time.process_time()
-        got = await asyncio.gather(*(_fold(fresh, p, None, REBUILD_BATCH, epoch) for p in projectors))
+        k0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        got = await rebuild(fresh, work / "two", embedder, second=SecondProcess(partial(log_reader, url), min_events=0))
         wall, cpu = time.perf_counter() - w0, time.process_time() - c0
-        for p in projectors:
-            await p.close()
-        same = digests is None or all(digests[d.name].digest == d.digest for d in got)
-        print(f"together: {len(events):,} events in {wall:.1f} s wall ({len(events) / wall:,.0f} events/s), "
-              f"{cpu:.1f} s CPU; digests {'same as the rebuild' if digests is not None and same else ''}"
-              f"{'' if same else 'DIFFERENT'}{'' if digests is not None else 'not compared (no rebuild)'}",
+        k1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        child = (k1.ru_utime + k1.ru_stime) - (k0.ru_utime + k0.ru_stime)
+        same = digests is None or all(digests[n].digest == d.digest for n, d in got.items())
+        print(f"two processes: {len(events):,} events in {wall:.1f} s wall ({len(events) / wall:,.0f} events/s), "
+              f"{cpu:.1f} s CPU here + {child:.1f} s in the second process; digests "
+              f"{'not compared (no rebuild)' if digests is None else 'same as the rebuild' if same else 'DIFFERENT'}",
               flush=True)
-        shutil.rmtree(work / "together", ignore_errors=True)
+        shutil.rmtree(work / "two", ignore_errors=True)
 
     print("per projector (each alone, as fold_on folds it):", flush=True)
     profile_dir = Path(args.profile) if args.profile else None
@@ -311,8 +316,8 @@ def main() -> int:
     parser.add_argument("--only", default="", help="per-projector folds of these projectors alone (comma-separated)")
     parser.add_argument("--no-rebuild", action="store_true", help="skip the full rebuild (per-projector folds only)")
     parser.add_argument("--profile", default="", help="cProfile each per-projector fold, stats into this directory")
-    parser.add_argument("--together", action=argparse.BooleanOptionalAction, default=True,
-                        help="also fold every projector at once (asyncio.gather, reads shared)")
+    parser.add_argument("--two-processes", action=argparse.BooleanOptionalAction, default=True,
+                        help="also rebuild with the second process `zhiyi replay` uses")
     parser.add_argument("--log-dir", default="", help="keep the log and the embedding cache here (reused next time)")
     args = parser.parse_args()
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(30))
