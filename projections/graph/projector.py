@@ -12,7 +12,8 @@ entities will arrive as events):
   a pattern's `derived_from_memories` -> pattern -DERIVED_FROM-> each member memory;
 - `recall.served`: every pair in a recall's top 5 gets CO_OCCURS with evidence = co-recalls and
   weight = co-recalls / min(recall counts of the two) (recall counts are counted here, in the top 5),
-  computed when the pair is recalled together; the time of its last co-recall is kept for pruning;
+  computed when the pair is recalled together; the time of its last co-recall is kept for pruning
+  (`projections.graph.cooccurs`: those edges have a lean table of their own);
 - `conflict.detected` -> CONFLICTS_WITH (weight = confidence); `conflict.resolved` marks it;
 - a correction re-extracts the memory's entities; deletion or forgetting removes its node and edges;
 - `graph.pruned` (decided by the scheduler) deletes, archives and merges, then PageRank
@@ -27,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from itertools import combinations
 from pathlib import Path
 
 import orjson
@@ -41,47 +41,28 @@ from events.hlc import iso_from_ms
 from events.vocabulary import SHARED_NAMESPACE
 from projections.core.digest import Digester
 from projections.text.entities import extract
+from projections.graph import cooccurs
+from projections.graph.cooccurs import CO_RECALL_TOP, COOCCURS_SCHEMA, co_recalled
+from projections.graph.migrations import scope_episodes, split_cooccurs
 from projections.graph.schema import DB_FILE, GRAPH_SCHEMA
 from projections.core.sqlite_projection import SqliteProjection
 
 #: 2: episode nodes are scoped to the namespace (`episode:<namespace>:<id>`, was `episode:<id>`).
-SCHEMA_VERSION = 2
+#: 3: CO_OCCURS edges in `graph_cooccurs` (with their last co-recall), `graph_edges` a view.
+SCHEMA_VERSION = 3
 LABEL_CHARS = 120
 REFERENCE_WEIGHT = 0.5
 DEPENDS_WEIGHT = 1.0
 DERIVED_WEIGHT = 1.0
-CO_RECALL_TOP = 5
-#: Every write of a CO_OCCURS edge, numbered (weight -1: deleted), written by triggers whatever the
-#: statement: the gateway's in-memory prefetch partners (`projections.serving.prefetch`) follow it
-#: instead of querying the edges on every recall. Not graph state: the digest leaves it out, and
-#: only the last COOCCURS_LOG_KEEP entries are kept (a reader further behind reloads the edges).
-COOCCURS_LOG_KEEP = 200_000
-COOCCURS_LOG_SCHEMA = """
-CREATE TABLE IF NOT EXISTS cooccurs_log (change INTEGER PRIMARY KEY, source_id TEXT NOT NULL,
-    target_id TEXT NOT NULL, weight REAL NOT NULL, namespace TEXT NOT NULL);
-CREATE TRIGGER IF NOT EXISTS cooccurs_log_insert AFTER INSERT ON graph_edges
-    WHEN NEW.relation_type = 'CO_OCCURS' BEGIN
-    INSERT INTO cooccurs_log (source_id, target_id, weight, namespace)
-        VALUES (NEW.source_id, NEW.target_id, NEW.weight, NEW.namespace); END;
-CREATE TRIGGER IF NOT EXISTS cooccurs_log_update AFTER UPDATE OF weight, namespace ON graph_edges
-    WHEN NEW.relation_type = 'CO_OCCURS' AND (NEW.weight IS NOT OLD.weight OR NEW.namespace IS NOT OLD.namespace) BEGIN
-    INSERT INTO cooccurs_log (source_id, target_id, weight, namespace)
-        VALUES (NEW.source_id, NEW.target_id, NEW.weight, NEW.namespace); END;
-CREATE TRIGGER IF NOT EXISTS cooccurs_log_delete AFTER DELETE ON graph_edges
-    WHEN OLD.relation_type = 'CO_OCCURS' BEGIN
-    INSERT INTO cooccurs_log (source_id, target_id, weight, namespace)
-        VALUES (OLD.source_id, OLD.target_id, -1, OLD.namespace); END;
-"""
 # The projector's own tables; graphs built before the relation indexes replaced the single-column
 # ones lose those (redundant: every write paid for them).
 PROJECTION_SCHEMA = GRAPH_SCHEMA + """
 DROP INDEX IF EXISTS idx_edges_source;
 DROP INDEX IF EXISTS idx_edges_target;
 CREATE TABLE IF NOT EXISTS graph_recalls (memory_id TEXT PRIMARY KEY, count INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS graph_cooccur (edge_id TEXT PRIMARY KEY, last_at TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS graph_conflicts (conflict_id TEXT PRIMARY KEY, edge_id TEXT NOT NULL,
     resolved_at TEXT);
-""" + COOCCURS_LOG_SCHEMA
+""" + COOCCURS_SCHEMA
 
 
 def entity_node_id(namespace: str, kind: str, norm: str) -> str:
@@ -106,9 +87,19 @@ class GraphProjector(SqliteProjection):
     def __init__(self, directory: Path) -> None:
         super().__init__(directory, DB_FILE)
 
+    def _load_checkpoint(self) -> str | None:
+        """Also migrates a graph.db of an older schema, when the runner starts: readers must not wait for
+        the next event to find the tables they read."""
+        with self._lock:
+            if self.path.exists():
+                self._connect(create=True)
+        return super()._load_checkpoint()
+
     def _migrate(self, conn: sqlite3.Connection, from_version: int) -> None:
         if from_version < 2:
-            _scope_episodes(conn)
+            scope_episodes(conn)
+        if from_version < 3:
+            split_cooccurs(conn)
 
     def _fold_batch(self, conn: sqlite3.Connection, events: list[Event]) -> None:
         recalls: list[tuple[list[str], str]] = []   # a run of consecutive recall.served, folded together
@@ -119,7 +110,7 @@ class GraphProjector(SqliteProjection):
                 recalls.append((list(dict.fromkeys(d.result_ids))[:CO_RECALL_TOP], at))
                 continue
             if recalls:
-                _co_recalled(conn, recalls)
+                co_recalled(conn, recalls)
                 recalls = []
             if isinstance(d, MemoryCommitted):
                 self._memory(conn, d.memory_id, d.content, d.namespace, d.category, at, version=1)
@@ -138,12 +129,13 @@ class GraphProjector(SqliteProjection):
                                    (d.memory_id,)).fetchone()
                 if row is not None:
                     category = orjson.loads(row[1] or "{}").get("category", "fact")
-                    conn.execute("DELETE FROM graph_edges WHERE source_id = ? AND relation_type = 'REFERENCES'",
+                    conn.execute("DELETE FROM graph_links WHERE source_id = ? AND relation_type = 'REFERENCES'",
                                  (d.memory_id,))
                     self._memory(conn, d.memory_id, d.content, row[0], category, at, version=d.version)
             elif isinstance(d, (MemoryDeleted, MemoryForgotten)):
-                conn.execute("DELETE FROM graph_edges WHERE source_id = ? OR target_id = ?",
+                conn.execute("DELETE FROM graph_links WHERE source_id = ? OR target_id = ?",
                              (d.memory_id, d.memory_id))
+                cooccurs.remove_touching(conn, d.memory_id, keep_last_at=True)
                 conn.execute("DELETE FROM graph_nodes WHERE id = ?", (d.memory_id,))
                 conn.execute("DELETE FROM graph_recalls WHERE memory_id = ?", (d.memory_id,))
             elif isinstance(d, EntitiesExtracted):
@@ -163,9 +155,8 @@ class GraphProjector(SqliteProjection):
                 # change the ranks, or live (small batches) and rebuilt (big batches) graphs differ
                 _store_pagerank(conn)
         if recalls:
-            _co_recalled(conn, recalls)
-        conn.execute("DELETE FROM cooccurs_log WHERE change <= (SELECT MAX(change) FROM cooccurs_log) - ?",
-                     (COOCCURS_LOG_KEEP,))
+            co_recalled(conn, recalls)
+        cooccurs.trim_log(conn)
 
     # ------------------------------------------------------------------ writes
 
@@ -220,7 +211,7 @@ class GraphProjector(SqliteProjection):
             namespace = row[0] if row else SHARED_NAMESPACE
         eid = edge_id(relation, source, target)
         conn.execute(
-            "INSERT INTO graph_edges (id, source_id, target_id, relation_type, weight, namespace, evidence_count, "
+            "INSERT INTO graph_links (id, source_id, target_id, relation_type, weight, namespace, evidence_count, "
             "created_at) VALUES (?, ?, ?, ?, ?, ?, 1, ?) ON CONFLICT (id) DO UPDATE SET "
             "evidence_count = evidence_count + 1, weight = excluded.weight",
             (eid, source, target, relation, weight, namespace, at))
@@ -228,18 +219,31 @@ class GraphProjector(SqliteProjection):
 
     @staticmethod
     def _prune(conn: sqlite3.Connection, d: GraphPruned) -> None:
+        co = cooccurs.keys_of(conn, {e for pair in d.merged_edges for e in pair} | {*d.archived_edges, *d.removed_edges})
         for kept_from, kept_into in d.merged_edges:
-            row = conn.execute("SELECT evidence_count FROM graph_edges WHERE id = ?", (kept_from,)).fetchone()
+            if kept_from in co:
+                row = conn.execute("SELECT evidence_count FROM graph_cooccurs WHERE source_id = ? AND target_id = ?",
+                                   co[kept_from]).fetchone()
+            else:
+                row = conn.execute("SELECT evidence_count FROM graph_links WHERE id = ?", (kept_from,)).fetchone()
             if row is not None:
-                conn.execute("UPDATE graph_edges SET evidence_count = evidence_count + ? WHERE id = ?",
-                             (row[0], kept_into))
-                conn.execute("DELETE FROM graph_edges WHERE id = ?", (kept_from,))
-        conn.executemany("UPDATE graph_edges SET weight = 0 WHERE id = ?", [(e,) for e in d.archived_edges])
-        conn.executemany("DELETE FROM graph_edges WHERE id = ?", [(e,) for e in d.removed_edges])
+                if kept_into in co:
+                    conn.execute("UPDATE graph_cooccurs SET evidence_count = evidence_count + ? WHERE source_id = ? "
+                                 "AND target_id = ?", (row[0], *co[kept_into]))
+                else:
+                    conn.execute("UPDATE graph_links SET evidence_count = evidence_count + ? WHERE id = ?",
+                                 (row[0], kept_into))
+                cooccurs.delete(conn, [co[kept_from]] if kept_from in co else [])
+                conn.execute("DELETE FROM graph_links WHERE id = ?", (kept_from,))
+        cooccurs.archive(conn, [co[e] for e in d.archived_edges if e in co])
+        conn.executemany("UPDATE graph_links SET weight = 0 WHERE id = ?", [(e,) for e in d.archived_edges])
+        cooccurs.delete(conn, [co[e] for e in d.removed_edges if e in co])
+        conn.executemany("DELETE FROM graph_links WHERE id = ?", [(e,) for e in d.removed_edges])
         for node in d.removed_nodes:
-            conn.execute("DELETE FROM graph_edges WHERE source_id = ? OR target_id = ?", (node, node))
+            conn.execute("DELETE FROM graph_links WHERE source_id = ? OR target_id = ?", (node, node))
+            cooccurs.remove_touching(conn, node, keep_last_at=False)
             conn.execute("DELETE FROM graph_nodes WHERE id = ?", (node,))
-        conn.execute("DELETE FROM graph_cooccur WHERE edge_id NOT IN (SELECT id FROM graph_edges)")
+        cooccurs.pruned(conn)
 
     # ------------------------------------------------------------------ reads, digest
 
@@ -259,7 +263,7 @@ class GraphProjector(SqliteProjection):
             "FROM graph_edges ORDER BY id",
             "SELECT memory_id, count FROM graph_recalls ORDER BY memory_id",
             "SELECT conflict_id, edge_id, resolved_at FROM graph_conflicts ORDER BY conflict_id",
-            "SELECT edge_id, last_at FROM graph_cooccur ORDER BY edge_id")
+            cooccurs.DIGEST_SQL)
         for row in nodes:
             d.add({"t": "node", "v": list(row)})
         for row in edges:
@@ -271,37 +275,6 @@ class GraphProjector(SqliteProjection):
         for row in cooccur:
             d.add({"t": "cooccur", "v": list(row)})
         return d.hexdigest()
-
-
-def _scope_episodes(conn: sqlite3.Connection) -> None:
-    """Schema 1 -> 2: each unscoped episode node `episode:<id>` becomes one node per namespace whose
-    memories derive from it, `episode:<namespace>:<id>` (created at its first remaining DERIVED_FROM
-    edge, updated at its last), and those edges point to it. Its stored PageRank is kept until the next
-    prune recomputes it; `zhiyi replay --verify` tells whether a rebuild would differ."""
-    if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'graph_nodes'").fetchone() is None:
-        return
-    conn.execute("BEGIN IMMEDIATE")   # with the version: a crash leaves schema 1 whole, migrated again
-    try:
-        conn.execute("CREATE TEMP TABLE old_episodes AS SELECT id, label, properties, pagerank FROM graph_nodes "
-                     "WHERE type = 'episode'")
-        conn.execute("DELETE FROM graph_nodes WHERE id IN (SELECT id FROM old_episodes)")
-        conn.execute(
-            "INSERT INTO graph_nodes (id, type, label, namespace, properties, pagerank, created_at, last_updated_at) "
-            "SELECT 'episode:' || e.namespace || ':' || o.label, 'episode', o.label, e.namespace, o.properties, "
-            "o.pagerank, MIN(e.created_at), MAX(e.created_at) FROM graph_edges e JOIN old_episodes o ON o.id = e.target_id "
-            "WHERE e.relation_type = 'DERIVED_FROM' GROUP BY e.namespace, o.id ON CONFLICT (id) DO NOTHING")
-        conn.execute(
-            "UPDATE graph_edges SET target_id = 'episode:' || namespace || ':' || "
-            "(SELECT label FROM old_episodes o WHERE o.id = graph_edges.target_id), "
-            "id = 'DERIVED_FROM:' || source_id || ':episode:' || namespace || ':' || "
-            "(SELECT label FROM old_episodes o WHERE o.id = graph_edges.target_id) "
-            "WHERE relation_type = 'DERIVED_FROM' AND target_id IN (SELECT id FROM old_episodes)")
-        conn.execute("DROP TABLE old_episodes")
-        conn.execute("PRAGMA user_version = 2")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
 
 
 def _store_pagerank(conn: sqlite3.Connection) -> None:
@@ -320,62 +293,3 @@ def _store_pagerank(conn: sqlite3.Connection) -> None:
     # scaled so the average node has 1.0 (the schema's default), rounded so replays compare equal
     conn.executemany("UPDATE graph_nodes SET pagerank = ? WHERE id = ?",
                      [(round(ranks.get(node, 1.0 / n) * n, 9), node) for node in g.nodes])
-
-
-def _co_recalled(conn: sqlite3.Connection, recalls: list[tuple[list[str], str]]) -> None:
-    """Fold a run of `recall.served` (each: its top memory ids, its time), in order, as if one by one.
-
-    Every recall of a known memory counts one; every pair of a recall's known top memories gets one
-    more piece of evidence and weight = evidence / min(the two recall counts at that moment). The
-    run is simulated in memory and each touched row written once: a batch folds to exactly what the
-    same events give one at a time (live tailing and replays agree), with a few statements per
-    batch instead of ~25 per recall.
-    """
-    ids = list(dict.fromkeys(m for top, _ in recalls for m in top))
-    known = dict(_select_in(conn, "SELECT id, namespace FROM graph_nodes WHERE id IN ({})", ids))
-    counts = dict(_select_in(conn, "SELECT memory_id, count FROM graph_recalls WHERE memory_id IN ({})",
-                             [m for m in ids if m in known]))
-    tops, pair_ids = [], {}
-    for top, at in recalls:
-        top = [m for m in top if m in known]
-        tops.append((top, at))
-        for a, b in combinations(sorted(top), 2):
-            # the edge lives with a private endpoint when there is one (seed 2.5.6: source's namespace)
-            src, dst = (b, a) if known[a] == SHARED_NAMESPACE and known[b] != SHARED_NAMESPACE else (a, b)
-            pair_ids[(a, b)] = (edge_id("CO_OCCURS", src, dst), src, dst)
-    evidence = dict(_select_in(conn, "SELECT id, evidence_count FROM graph_edges WHERE id IN ({})",
-                               [eid for eid, _, _ in pair_ids.values()]))
-    edges: dict[str, list] = {}     # edge id -> [source, target, weight, namespace, evidence, created_at, last_at]
-    for top, at in tops:
-        for m in top:
-            counts[m] = counts.get(m, 0) + 1
-        for a, b in combinations(sorted(top), 2):
-            eid, src, dst = pair_ids[(a, b)]
-            seen = edges.get(eid)
-            if seen is None:
-                had = evidence.get(eid)
-                # an existing edge keeps its namespace and creation time (the upsert below leaves them)
-                seen = edges[eid] = [src, dst, 0.0, known[src], had or 0, at, at]
-            seen[4] += 1
-            seen[2] = min(1.0, seen[4] * 1.0 / min(counts[a], counts[b]))
-            seen[6] = at
-    conn.executemany("INSERT INTO graph_recalls (memory_id, count) VALUES (?, ?) "
-                     "ON CONFLICT (memory_id) DO UPDATE SET count = excluded.count",
-                     [(m, counts[m]) for m in ids if m in known])
-    conn.executemany(
-        "INSERT INTO graph_edges (id, source_id, target_id, relation_type, weight, namespace, evidence_count, "
-        "created_at) VALUES (?, ?, ?, 'CO_OCCURS', ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
-        "evidence_count = excluded.evidence_count, weight = excluded.weight",
-        [(eid, e[0], e[1], e[2], e[3], e[4], e[5]) for eid, e in edges.items()])
-    conn.executemany("INSERT INTO graph_cooccur (edge_id, last_at) VALUES (?, ?) "
-                     "ON CONFLICT (edge_id) DO UPDATE SET last_at = excluded.last_at",
-                     [(eid, e[6]) for eid, e in edges.items()])
-
-
-def _select_in(conn: sqlite3.Connection, sql: str, values: list[str], chunk: int = 500) -> list[tuple]:
-    """`sql` with its `IN ({})` bound to `values`, in chunks under SQLite's variable limit."""
-    out: list[tuple] = []
-    for i in range(0, len(values), chunk):
-        part = values[i:i + chunk]
-        out.extend(conn.execute(sql.format(",".join("?" * len(part))), part).fetchall())
-    return out

@@ -18,6 +18,7 @@ import sqlite3
 from dataclasses import dataclass
 
 from events.hlc import iso_from_ms
+from projections.graph.cooccurs import COOCCURS_ID
 
 DAY_MS = 86_400_000
 ISOLATED_AFTER_DAYS = 14          # appendix B graph.prune.isolated_after_days
@@ -53,22 +54,20 @@ def plan_prune(conn: sqlite3.Connection, now_ms: int) -> PrunePlan:
         "AND NOT EXISTS (SELECT 1 FROM graph_edges e WHERE e.target_id = n.id) ORDER BY n.id LIMIT ?",
         (_before(now_ms, ISOLATED_AFTER_DAYS), MAX_PER_PRUNE)))
     archived_conflicts = conn.execute(
-        "SELECT c.edge_id, c.resolved_at FROM graph_conflicts c JOIN graph_edges e ON e.id = c.edge_id "
+        "SELECT c.edge_id, c.resolved_at FROM graph_conflicts c JOIN graph_links e ON e.id = c.edge_id "
         "WHERE c.resolved_at IS NOT NULL AND c.resolved_at < ? ORDER BY c.edge_id LIMIT ?",
         (_before(now_ms, CONFLICT_ARCHIVE_AFTER_DAYS), MAX_PER_PRUNE)).fetchall()
     delete_before = _before(now_ms, CONFLICT_ARCHIVE_AFTER_DAYS + CONFLICT_DELETE_AFTER_DAYS)
     conflict_deleted = {e for e, at in archived_conflicts if at < delete_before}
     weights = dict(conn.execute(
-        f"SELECT id, weight FROM graph_edges WHERE id IN ({','.join('?' * len(archived_conflicts))})",
+        f"SELECT id, weight FROM graph_links WHERE id IN ({','.join('?' * len(archived_conflicts))})",
         [e for e, _ in archived_conflicts]).fetchall()) if archived_conflicts else {}
     archived = tuple(e for e, _ in archived_conflicts if e not in conflict_deleted and weights.get(e, 0) > 0)
     weak_co = tuple(r[0] for r in conn.execute(
-        "SELECT e.id FROM graph_edges e JOIN graph_cooccur c ON c.edge_id = e.id WHERE e.relation_type = 'CO_OCCURS' "
-        "AND e.weight > 0 AND e.weight < ? AND c.last_at < ? ORDER BY e.id LIMIT ?",
-        (CO_OCCURS_WEAK, _before(now_ms, CO_OCCURS_IDLE_DAYS), MAX_PER_PRUNE)))
+        f"SELECT {COOCCURS_ID} AS id FROM graph_cooccurs WHERE weight > 0 AND weight < ? AND last_at < ? "
+        "ORDER BY id LIMIT ?", (CO_OCCURS_WEAK, _before(now_ms, CO_OCCURS_IDLE_DAYS), MAX_PER_PRUNE)))
     dead_co = {r[0] for r in conn.execute(
-        "SELECT id FROM graph_edges WHERE relation_type = 'CO_OCCURS' AND weight <= 0 ORDER BY id LIMIT ?",
-        (MAX_PER_PRUNE,))}
+        f"SELECT {COOCCURS_ID} AS id FROM graph_cooccurs WHERE weight <= 0 ORDER BY id LIMIT ?", (MAX_PER_PRUNE,))}
     low = [r[0] for r in conn.execute(
         "SELECT id FROM graph_edges WHERE weight < ? AND evidence_count <= 1 AND created_at < ? "
         "AND relation_type != 'CONFLICTS_WITH' ORDER BY id LIMIT ?",

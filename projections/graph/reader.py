@@ -116,7 +116,7 @@ class GraphReader(SqliteReader):
     def dependants(self, memory_id: str) -> list[str]:
         """Memories that DEPENDS_ON `memory_id` (any namespace: a cascade crosses them)."""
         return self.read(lambda conn: [r[0] for r in conn.execute(
-            "SELECT source_id FROM graph_edges WHERE target_id = ? AND relation_type = 'DEPENDS_ON' "
+            "SELECT source_id FROM graph_links WHERE target_id = ? AND relation_type = 'DEPENDS_ON' "
             "ORDER BY source_id", (memory_id,))], [])
 
     def neighbours(self, memory_ids: list[str], namespaces: list[str], limit: int = 20) -> list[Neighbour]:
@@ -139,8 +139,8 @@ class GraphReader(SqliteReader):
                 keep(Neighbour(dst if src == mid else src, mid, rel, float(w)))
             for via, entity, label, other, w in conn.execute(
                     f"SELECT a.source_id, a.target_id, en.label, b.source_id, a.weight * b.weight "
-                    f"FROM graph_edges a JOIN graph_nodes en ON en.id = a.target_id "
-                    f"JOIN graph_edges b ON b.target_id = a.target_id AND b.relation_type = 'REFERENCES' "
+                    f"FROM graph_links a JOIN graph_nodes en ON en.id = a.target_id "
+                    f"JOIN graph_links b ON b.target_id = a.target_id AND b.relation_type = 'REFERENCES' "
                     f"JOIN graph_nodes m ON m.id = b.source_id "
                     f"WHERE a.source_id IN ({_marks(len(ids))}) AND a.relation_type = 'REFERENCES' "
                     f"AND +en.namespace IN ({_marks(len(ns))}) AND +m.namespace IN ({_marks(len(ns))}) "
@@ -192,8 +192,8 @@ def _partners_sql(n_ids: int, n_namespaces: int) -> str:
     CO_OCCURS edges above a weight (parameters: id, id, weight, namespaces..., limit)."""
     marks = _marks(n_namespaces)
     return " UNION ALL ".join(
-        f"SELECT * FROM (SELECT source_id, target_id, weight, ? FROM graph_edges WHERE {here} = ? "
-        f"AND relation_type = 'CO_OCCURS' AND weight > ? AND +namespace IN ({marks}) ORDER BY weight DESC LIMIT ?)"
+        f"SELECT * FROM (SELECT source_id, target_id, weight, ? FROM graph_cooccurs WHERE {here} = ? "
+        f"AND weight > ? AND +namespace IN ({marks}) ORDER BY weight DESC LIMIT ?)"
         for here in ("source_id", "target_id") for _ in range(n_ids))
 
 
@@ -211,12 +211,14 @@ def _strongest(conn: sqlite3.Connection, node: str | list[str], relations: tuple
     for here, there in (("source_id", "target_id"), ("target_id", "source_id")):
         for rel in relations:
             for n in nodes:
-                parts.append(f"SELECT * FROM (SELECT e.source_id, e.target_id, e.weight, e.relation_type, ? AS via "
-                             f"FROM graph_edges e JOIN graph_nodes n ON n.id = e.{there} "
-                             f"WHERE e.{here} = ? AND e.relation_type = ? AND e.weight > ? "
+                # CO_OCCURS edges have a table of their own (`projections.graph.cooccurs`)
+                table, only = ("graph_cooccurs", []) if rel == "CO_OCCURS" else ("graph_links", [rel])
+                parts.append(f"SELECT * FROM (SELECT e.source_id, e.target_id, e.weight, ? AS relation, ? AS via "
+                             f"FROM {table} e JOIN graph_nodes n ON n.id = e.{there} "
+                             f"WHERE e.{here} = ?{' AND e.relation_type = ?' * len(only)} AND e.weight > ? "
                              f"AND +e.namespace IN ({marks}) AND +n.namespace IN ({marks}){kind} "
                              f"ORDER BY e.weight DESC LIMIT ?)")
-                args += [n, n, rel, above, *namespaces, *namespaces, limit]
+                args += [rel, n, n, *only, above, *namespaces, *namespaces, limit]
     if not parts:
         return []
     rows = conn.execute(" UNION ALL ".join(parts), args).fetchall()

@@ -1,7 +1,8 @@
 """The knowledge-graph tables (seed 2.5.1) in `graph.db` (SQLite, WAL), and their vocabularies.
 
 The graph projector creates these tables; the graph readers (`graph_navigate`, `graph_query`)
-only read them. Memory nodes have ``id`` = the memory id and ``properties`` holding at least
+only read them. Edges live in two tables, CO_OCCURS (written by every recall) in a lean one of their
+own, and read together through the view `graph_edges` (the seed's table, column for column). Memory nodes have ``id`` = the memory id and ``properties`` holding at least
 ``memory_id`` and ``category``; entity nodes have ids like ``entity:<namespace>:<kind>:<norm>``.
 Every node and edge carries a ``namespace``: readers must see only the namespaces they are given.
 """
@@ -26,21 +27,43 @@ CREATE TABLE IF NOT EXISTS graph_nodes (
   created_at TEXT,
   last_updated_at TEXT
 );
-CREATE TABLE IF NOT EXISTS graph_edges (
-  id TEXT PRIMARY KEY,
+-- every edge but CO_OCCURS (the seed's graph_edges table)
+CREATE TABLE IF NOT EXISTS graph_links (
+  id TEXT PRIMARY KEY,           -- <relation>:<source_id>:<target_id>
   source_id TEXT NOT NULL,
   target_id TEXT NOT NULL,
-  relation_type TEXT NOT NULL,   -- DEPENDS_ON | REFERENCES | CONFLICTS_WITH | CO_OCCURS | DERIVED_FROM
+  relation_type TEXT NOT NULL,   -- DEPENDS_ON | REFERENCES | CONFLICTS_WITH | DERIVED_FROM
   weight REAL DEFAULT 0.5,
   namespace TEXT NOT NULL,
   evidence_count INTEGER DEFAULT 1,
   created_at TEXT
 );
 -- the seed's idx_edges_source(source_id) / idx_edges_target(target_id), widened: the same lookups
--- use them as prefixes, and recall's prefetch and expansion read one relation of a node strongest
--- first (hub memories carry thousands of CO_OCCURS edges); two fewer B-trees per edge write
-CREATE INDEX IF NOT EXISTS idx_edges_source_rel ON graph_edges(source_id, relation_type, weight);
-CREATE INDEX IF NOT EXISTS idx_edges_target_rel ON graph_edges(target_id, relation_type, weight);
+-- use them as prefixes, and expansion reads one relation of a node strongest first
+CREATE INDEX IF NOT EXISTS idx_edges_source_rel ON graph_links(source_id, relation_type, weight);
+CREATE INDEX IF NOT EXISTS idx_edges_target_rel ON graph_links(target_id, relation_type, weight);
 CREATE INDEX IF NOT EXISTS idx_nodes_namespace ON graph_nodes(namespace);
-CREATE INDEX IF NOT EXISTS idx_edges_namespace ON graph_edges(namespace);
+CREATE INDEX IF NOT EXISTS idx_edges_namespace ON graph_links(namespace);
+-- CO_OCCURS edges (id CO_OCCURS:<source_id>:<target_id>), one lean row each: every recall writes ten
+-- of them. ``last_at``: the time of the edge's last co-recall (NULL: not known, for pruning)
+CREATE TABLE IF NOT EXISTS graph_cooccurs (
+  source_id TEXT NOT NULL,
+  target_id TEXT NOT NULL,
+  weight REAL DEFAULT 0.5,
+  namespace TEXT NOT NULL,
+  evidence_count INTEGER DEFAULT 1,
+  created_at TEXT,
+  last_at TEXT,
+  PRIMARY KEY (source_id, target_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS idx_cooccurs_target ON graph_cooccurs(target_id, weight);
+-- every edge, as the seed's table: what reads across relations use (a relation's own reads go to
+-- its table); the CASTs give both arms the same affinities, so SQLite flattens the view into the
+-- query and reaches each table through its indexes
+CREATE VIEW IF NOT EXISTS graph_edges (id, source_id, target_id, relation_type, weight, namespace, evidence_count,
+    created_at) AS
+  SELECT id, source_id, target_id, relation_type, weight, namespace, evidence_count, created_at FROM graph_links
+  UNION ALL
+  SELECT CAST('CO_OCCURS:' || source_id || ':' || target_id AS TEXT), source_id, target_id,
+    CAST('CO_OCCURS' AS TEXT), weight, namespace, evidence_count, created_at FROM graph_cooccurs;
 """

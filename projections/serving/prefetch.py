@@ -3,8 +3,8 @@ knowledge graph, held by the gateway for the `prefetch` list every recall answer
 
 Asking SQLite for them on every recall cost 0.2-0.4 ms of the event loop at 100k memories (six
 index range scans, on a page cache the projector's commits keep invalidating). The graph
-projector logs every write of a CO_OCCURS edge (`cooccurs_log`, by triggers: see
-`projections.graph.projector`); this view replays that log from the last change it saw, in a worker thread,
+projector logs every write of a CO_OCCURS edge (`cooccurs_log`: see
+`projections.graph.cooccurs`); this view replays that log from the last change it saw, in a worker thread,
 at most every `max_age_s`, and reloads the edges when it fell behind the kept log or the
 projection was rebuilt. A recall may see partners that much older than the graph, which itself
 trails the recalls it counts; until the first load (or over a graph without the log) it answers
@@ -33,8 +33,8 @@ def read_changes(reader: GraphReader, since: int, min_weight: float) -> tuple[bo
             if since >= 0 and latest >= since and (lowest is None or lowest <= since + 1):
                 return False, conn.execute("SELECT source_id, target_id, weight, namespace FROM cooccurs_log "
                                            "WHERE change > ? ORDER BY change", (since,)).fetchall(), latest
-            return True, conn.execute("SELECT source_id, target_id, weight, namespace FROM graph_edges "
-                                      "WHERE relation_type = 'CO_OCCURS' AND weight > ?", (min_weight,)).fetchall(), latest
+            return True, conn.execute("SELECT source_id, target_id, weight, namespace FROM graph_cooccurs "
+                                      "WHERE weight > ?", (min_weight,)).fetchall(), latest
         finally:
             conn.execute("COMMIT")
 

@@ -39,6 +39,7 @@ from projections.graph.reader import GraphReader  # noqa: E402
 from projections.graph.navigate import navigate  # noqa: E402
 from projections.graph.query import run as run_query  # noqa: E402
 from projections.graph.schema import GRAPH_SCHEMA  # noqa: E402
+from tests.graph_tables import insert_edges  # noqa: E402
 from projections.core.runner import ProjectionRunner  # noqa: E402
 
 SERVICES = ["Nginx", "Redis", "ComfyUI", "Grafana", "Postgres", "LanceDB", "Kafka", "Prometheus", "Vault", "Jenkins"]
@@ -112,7 +113,8 @@ def synthetic_graph(path: Path, n_nodes: int, n_edges: int, rng: random.Random) 
             continue
         seen.add((rel, a, b))
         rows.append((f"{rel}:{a}:{b}", a, b, rel, round(rng.uniform(0.1, 1.0), 3), "shared", 1, ""))
-    conn.executemany("INSERT INTO graph_edges VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    insert_edges(conn, ("id", "source_id", "target_id", "relation_type", "weight", "namespace", "evidence_count",
+                        "created_at"), rows)
     conn.commit()
     conn.close()
     return ids

@@ -8,7 +8,7 @@ import itertools
 import shutil
 from pathlib import Path
 
-import projections.graph.projector as graph_module
+import projections.graph.cooccurs as cooccurs_module
 from projections.graph.reader import GraphReader
 from projections.graph.schema import DB_FILE
 from projections.serving.prefetch import PrefetchPartners
@@ -69,7 +69,7 @@ async def test_partners_reload_when_the_log_was_trimmed_or_the_graph_rebuilt(sto
     partners = PrefetchPartners(reader, min_weight=0.4, max_age_s=3600)
     await partners.refresh()
     seen = partners._change
-    monkeypatch.setattr(graph_module, "COOCCURS_LOG_KEEP", 1)    # the projector keeps 2 log entries
+    monkeypatch.setattr(cooccurs_module, "COOCCURS_LOG_KEEP", 1)    # the projector keeps 2 log entries
     await append(store, served("s4", "s5"), served("s4", "s5"), served("s3", "s5"), served("s3", "s5"))
     await (await project(store, tmp_path / "g")).close()
     lowest = rows(tmp_path / "g", "SELECT MIN(change) AS c FROM cooccurs_log")[0]["c"]

@@ -18,6 +18,7 @@ from events.catalogue import (
 from events.envelope import Event
 from events.hlc import iso_from_ms
 from projections.graph.projector import GraphProjector, entity_node_id
+from tests.graph_tables import as_schema_2
 from tests.hash_embedder import HashEmbedder
 from projections.graph.reader import GraphReader, Neighbour
 from projections.graph.prune import DAY_MS, PrunePlan, plan_prune
@@ -176,6 +177,7 @@ async def test_one_episode_id_in_two_namespaces_is_two_episode_nodes_and_schema_
     # namespace, updated at the last commit) that every DERIVED_FROM edge points to
     old = tmp_path / "old"
     shutil.copytree(tmp_path / "now", old)
+    as_schema_2(old / DB_FILE)
     conn = sqlite3.connect(old / DB_FILE)
     first, last = (conn.execute(f"SELECT {f}(created_at) FROM graph_edges WHERE relation_type = 'DERIVED_FROM'")
                    .fetchone()[0] for f in ("MIN", "MAX"))
@@ -189,9 +191,9 @@ async def test_one_episode_id_in_two_namespaces_is_two_episode_nodes_and_schema_
     conn.close()
     migrated = GraphProjector(old)
     await migrated.apply(await append(store, commit("s3", "Postgres stores orders")))
-    assert rows(old, "PRAGMA user_version") == [{"user_version": 2}]
+    assert rows(old, "PRAGMA user_version") == [{"user_version": 3}]
     again = await project(store, tmp_path / "again")
-    assert await migrated.digest() == await again.digest() != want  # as if built by schema 2 (plus s3)
+    assert await migrated.digest() == await again.digest() != want  # as if built by schema 3 (plus s3)
     await migrated.close()
     await again.close()
 
@@ -531,9 +533,8 @@ async def test_plan_prune_over_the_projected_graph(store, tmp_path: Path) -> Non
     scratch.mkdir()
     shutil.copy(tmp_path / DB_FILE, scratch / DB_FILE)
     conn = sqlite3.connect(scratch / DB_FILE)
-    conn.execute("INSERT INTO graph_edges (id, source_id, target_id, relation_type, weight, namespace, "
-                 "evidence_count, created_at) VALUES ('CO_OCCURS:b:a', 'b', 'a', 'CO_OCCURS', 1.0, 'shared', 3, ?)",
-                 (iso_from_ms(last),))
+    conn.execute("INSERT INTO graph_cooccurs (source_id, target_id, weight, namespace, evidence_count, created_at) "
+                 "VALUES ('b', 'a', 1.0, 'shared', 3, ?)", (iso_from_ms(last),))
     conn.commit()
     conn.close()
     assert plan(0, scratch).merged_edges == (*merge, ("CO_OCCURS:a:b", "CO_OCCURS:b:a"))  # most evidence kept

@@ -19,7 +19,7 @@ def _db(tmp_path, nodes, edges, name="graph.db") -> sqlite3.Connection:
     conn.executescript(GRAPH_SCHEMA)
     conn.executemany("INSERT INTO graph_nodes (id, type, label, namespace) VALUES (?, ?, ?, ?)",
                      [(n, "fact", f"label {n}", ns) for n, ns in nodes])
-    conn.executemany("INSERT INTO graph_edges (id, source_id, target_id, relation_type, weight, namespace)"
+    conn.executemany("INSERT INTO graph_links (id, source_id, target_id, relation_type, weight, namespace)"
                      " VALUES (?, ?, ?, ?, ?, ?)",
                      [(f"{s}>{t}:{w}", s, t, "REFERENCES", w, ns) for s, t, w, ns in edges])
     conn.commit()

@@ -12,6 +12,7 @@ from projections.graph.query import (
     MAX_LIMIT, Condition, EdgePattern, Field, GraphQueryError, NodePattern, Query, ReturnItem, compile_sql, parse, run,
 )
 from projections.graph.schema import GRAPH_SCHEMA
+from tests.graph_tables import insert_edges
 
 NS = ["a-main", "shared"]
 
@@ -38,8 +39,8 @@ def conn(tmp_path) -> sqlite3.Connection:
         ("rx", "x1", "e-redis", "REFERENCES", 0.5, "b-main", 1),    # invisible edge and node
         ("hx", "m3", "m1", "CONFLICTS_WITH", 0.9, "b-main", 1),     # invisible edge between visible nodes
     ]
-    db.executemany("INSERT INTO graph_edges (id, source_id, target_id, relation_type, weight, namespace,"
-                   " evidence_count) VALUES (?,?,?,?,?,?,?)", edges)
+    insert_edges(db, ("id", "source_id", "target_id", "relation_type", "weight", "namespace", "evidence_count"),
+                 edges)
     db.commit()
     return db
 
@@ -252,9 +253,8 @@ def test_a_query_past_its_budget_is_interrupted(tmp_path):
     db.executescript(GRAPH_SCHEMA)
     db.executemany("INSERT INTO graph_nodes (id, type, label, namespace) VALUES (?, 'fact', 'x', 'a-main')",
                    [(f"n{i}",) for i in range(100)])
-    db.executemany("INSERT INTO graph_edges (id, source_id, target_id, relation_type, namespace)"
-                   " VALUES (?, ?, ?, 'CO_OCCURS', 'a-main')",
-                   [(f"e{i}-{j}", f"n{i}", f"n{j}") for i in range(100) for j in range(i + 1, 100, 7)])
+    insert_edges(db, ("source_id", "target_id", "namespace"),
+                 [(f"n{i}", f"n{j}", "a-main") for i in range(100) for j in range(i + 1, 100, 7)])
     text = "MATCH (a)-[]-(b)-[]-(c) RETURN count(*)"
     assert run(db, text, NS)["rows"][0][0] > 10_000
     with pytest.raises(GraphQueryError, match="budget"):
