@@ -230,3 +230,76 @@ async def merged_into(session, base: str, admin_key: str) -> dict[str, str]:
             seen.add(out[mid])
             out[mid] = out[out[mid]]
     return out
+
+
+# ---------------------------------------------------------------- one benchmark's own process tree
+# (rss_by_process/CpuMeter label every zhiyi process on the machine, other benchmarks' too; these
+# follow the pids of one run only)
+
+def pids_matching(*needles: str) -> list[int]:
+    """Pids (not this process) whose command line (arguments joined by spaces) holds every needle."""
+    out = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            text = " ".join(a.decode(errors="replace") for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0"))
+        except OSError:
+            continue
+        if all(n in text for n in needles):
+            out.append(int(pid))
+    return out
+
+
+def child_pids(pid: int) -> list[int]:
+    """Every descendant of `pid` (children, their children, ...)."""
+    parents: dict[int, list[int]] = {}
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{p}/stat").read_text()
+        except OSError:
+            continue
+        parents.setdefault(int(stat[stat.rindex(")") + 2:].split()[1]), []).append(int(p))
+    out, todo = [], [pid]
+    while todo:
+        kids = parents.get(todo.pop(), [])
+        out += kids
+        todo += kids
+    return out
+
+
+def pid_rss(pid: int) -> int:
+    """Resident bytes of one process (0 when it is gone)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def pid_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of one process, every thread (0.0 when it is gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    fields = stat[stat.rindex(")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def tree_labels(root: int) -> dict[int, str]:
+    """`root` ("gateway") and its descendants, labelled: projectors (`zhiyi project`), query embedder
+    (a multiprocessing child), other."""
+    out = {root: "gateway"}
+    for pid in child_pids(root):
+        try:
+            text = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        out[pid] = ("projectors" if "gateway.cli.main project" in text else
+                    "query embedder" if "multiprocessing" in text else "other")
+    return out
