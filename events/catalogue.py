@@ -52,6 +52,7 @@ class EventType:
     version: int
     payload: type
     upcasters: dict[int, Upcaster] = field(default_factory=dict)  # from-version -> fn
+    fields: frozenset[str] = frozenset()   # the payload's field names (decoding drops other keys)
 
 
 _BY_NAME: dict[str, EventType] = {}
@@ -65,7 +66,7 @@ def event_type(name: str, version: int = 1,
     def register(cls: _PayloadClass) -> _PayloadClass:
         if name in _BY_NAME:
             raise ValueError(f"event type {name} registered twice")
-        et = EventType(name, version, cls, dict(upcasters or {}))
+        et = EventType(name, version, cls, dict(upcasters or {}), frozenset(f.name for f in dataclasses.fields(cls)))
         _BY_NAME[name] = et
         _BY_CLASS[cls] = et
         return cls
@@ -108,8 +109,10 @@ def payload_from_dict(name: str, version: int, raw: dict[str, Any]) -> Any:
     if v > et.version:
         # Written by a newer build: keep it, projectors skip it.
         return UnknownPayload(raw)
-    names = {f.name for f in dataclasses.fields(et.payload)}
+    names = et.fields
     try:
+        if names.issuperset(data):   # the usual case: nothing to drop
+            return et.payload(**data)
         return et.payload(**{k: val for k, val in data.items() if k in names})
     except TypeError as exc:
         raise DecodeError(f"bad payload for {name}: {exc}") from exc

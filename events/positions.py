@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 _POSITION_RE = re.compile(r"^(\d{1,20})-(\d{1,20})$")
 
@@ -15,7 +16,15 @@ def is_valid(position: str) -> bool:
 
 def parse(position: str) -> tuple[int, int]:
     """'1700000000000-3' -> (1700000000000, 3). Raises ValueError for anything else."""
-    m = _POSITION_RE.match(position) if isinstance(position, str) else None
+    if not isinstance(position, str):
+        raise ValueError(f"not a stream position: {position!r}")
+    return _parse(position)
+
+
+@lru_cache(maxsize=1 << 16)
+def _parse(position: str) -> tuple[int, int]:
+    """Remembered: folds compare the same few positions (a batch's, a row's high-water) many times."""
+    m = _POSITION_RE.match(position)
     if m is None:
         raise ValueError(f"not a stream position: {position!r}")
     return int(m.group(1)), int(m.group(2))

@@ -303,7 +303,7 @@ def parser(env: Environment | None = None) -> argparse.ArgumentParser:
     rp.add_argument("--verify", action="store_true",
                     help="rebuild twice up to the live position; fail unless both match the live digests")
     rp.add_argument("--processes", type=int, choices=(1, 2), default=None,
-                    help="1: fold every projection in this process; 2: the projections that need no embedder in "
+                    help="1: fold every projection in this process; 2: the graph projection in "
                          "a second process (default: 2 for a log of 20,000 events or more on 2 cores or more)")
     rp.add_argument("--json", action="store_true")
     rp.set_defaults(func=cmd_replay)

@@ -20,7 +20,7 @@ from events.redis.store import EventStore
 from projections.core.epoch import save_epoch
 from projections.core.errors import ProjectionError, RebuildTargetNotEmpty
 from projections.core.projector import Projector
-from projections.core.rebuild_process import EMBEDDING, SecondProcess, fold_elsewhere
+from projections.core.rebuild_process import AWAY, SecondProcess, fold_elsewhere
 from projections.core.registry import make_projectors, projections_root
 from projections.core.rebuild_fold import REBUILD_BATCH, ProjectionDigest, Until, first_error, fold_projectors
 
@@ -50,7 +50,7 @@ async def rebuild(store: EventStore, directory: Path, embedder: Any,
     projector mapped to None folds nothing (its live counterpart has applied nothing yet).
     The log's epoch is checked before every read (a log wiped meanwhile fails the rebuild) and
     recorded with the projections (projections.core.epoch) when the log has one. `second`: fold the
-    projections that need no embedder in a second process (`projections.core.rebuild_process`).
+    graph projection in a second process (`projections.core.rebuild_process`).
     """
     _require_empty(Path(directory))
     return await fold_on(store, directory, embedder, until, batch_size=batch_size, second=second)
@@ -63,7 +63,7 @@ async def fold_on(store: EventStore, directory: Path, embedder: Any,
     for a fresh one: `rebuild`; a restored copy's position for an archived one), as `rebuild` says."""
     epoch = await store.log_epoch()
     projectors = make_projectors(Path(directory), embedder, offline=True)
-    away = ([p.name for p in projectors if p.name not in EMBEDDING]
+    away = ([p.name for p in projectors if p.name in AWAY]
             if second is not None and await store.length() >= second.min_events else [])
     try:
         if second is not None and away:

@@ -23,7 +23,7 @@ threads counts; the redis-server's own CPU is not counted):
   side by side, each batch read and decoded once for all (`projections.core.shared_reads`); total
   events/s = log events / wall seconds.
 - two processes (--no-two-processes: not): the same rebuild with `second=SecondProcess(...)`, as
-  `zhiyi replay` runs it: memories here, every other projection in a spawned second process; its CPU
+  `zhiyi replay` runs it: graph in a spawned second process, the rest here; its CPU
   is reported apart; digests checked against the rebuild's.
 - per projector: each folded alone into another fresh directory like `fold_on` does (its runner's
   `catch_up` with REBUILD_BATCH, then `maintain` when it has one, then its digest, which is timed
@@ -267,7 +267,7 @@ async def bench(args: argparse.Namespace, work: Path, url: str) -> None:
         shutil.rmtree(work / "rebuild", ignore_errors=True)
 
     if args.two_processes:
-        # `zhiyi replay` as the CLI runs it: the projections that need no embedder folded by a spawned
+        # `zhiyi replay` as the CLI runs it: the graph projection folded by a spawned
         # second process (its CPU: RUSAGE_CHILDREN once it has ended)
         fresh = EventStore(redis, origin="bench", epoch=store.epoch)
         w0, c0 = time.perf_counter(), time.process_time()

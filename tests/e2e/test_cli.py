@@ -44,7 +44,7 @@ async def test_digest_replay_verify_and_time_travel(api, redis_url, tmp_path):
     full = orjson.loads(out)["projections"]
     assert full[0]["digest"] == live["digest"]
 
-    # on two cores: everything but memories folded by a second process, to the same digests
+    # on two cores: graph folded by a second process, to the same digests
     rc, out = await _cli("replay", *common, "--into", str(tmp_path / "two"), "--processes", "2", "--json")
     assert rc == 0 and orjson.loads(out)["projections"] == full
 
