@@ -45,6 +45,7 @@ import asyncio
 import json
 import os
 import shutil
+import signal
 import statistics
 import sys
 import tempfile
@@ -233,6 +234,7 @@ def cli() -> int:
     p.add_argument("--seed", type=int, default=19)
     args = p.parse_args()
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(30))
+    signal.signal(signal.SIGTERM, signal.default_int_handler)   # SIGTERM stops the processes as Ctrl-C does
     work = Path(args.data_dir).resolve() if args.data_dir else Path(tempfile.mkdtemp(prefix="zhiyi-bench-million-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
