@@ -5,9 +5,10 @@ reading each batch once between them (`SharedReads`)."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import math
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 
 import structlog
@@ -21,6 +22,8 @@ from projections.core.shared_reads import Read, SharedReads
 log = structlog.get_logger(__name__)
 
 REBUILD_BATCH = 2000  # offline: bigger batches than the live runner amortise per-commit costs
+
+GC_THRESHOLD = 50_000   # allocations between two collections of the youngest generation during a fold
 
 Until = str | None | dict[str, str | None]
 
@@ -51,6 +54,12 @@ async def fold_projectors(store: EventStore, projectors: list[Projector], until:
     """Fold `projectors`, each from its own checkpoint up to `until` (one position for all, or a
     {name: position} map where None means "fold nothing"); the projectors of one (checkpoint, target)
     fold side by side on shared reads. Their digests, by name."""
+    with fewer_collections():
+        return await _fold_projectors(store, projectors, until, batch_size, epoch)
+
+
+async def _fold_projectors(store: EventStore, projectors: list[Projector], until: Until, batch_size: int,
+                           epoch: str | None) -> dict[str, ProjectionDigest]:
     out: dict[str, ProjectionDigest] = {}
     groups: dict[tuple[str | None, str | None], list[Projector]] = {}
     for p in projectors:
@@ -88,3 +97,20 @@ async def first_error() -> AsyncIterator[None]:
         yield
     except BaseExceptionGroup as group:
         raise group.exceptions[0] from None
+
+
+@contextmanager
+def fewer_collections(threshold: int = GC_THRESHOLD) -> Iterator[None]:
+    """Python's cyclic collector, tuned for a fold: what is alive when it starts (modules, the loaded
+    libraries: about a million objects) is frozen out of its scans, and young objects are collected
+    every `threshold` allocations instead of 700. A fold allocates ~100 containers per event, almost
+    none in cycles (reference counting frees them); with the defaults the full scans alone took
+    ~15-30% of a rebuild's CPU."""
+    before = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(threshold, 20, 20)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+        gc.unfreeze()

@@ -104,3 +104,14 @@ async def test_a_failure_reaches_a_runner_that_does_not_retry() -> None:
 def test_needs_a_consumer() -> None:
     with pytest.raises(ValueError):
         SharedReads(Log([]).read, 0)
+
+
+def test_a_fold_collects_less_often_and_restores_the_collector() -> None:
+    import gc
+
+    from projections.core.rebuild_fold import fewer_collections
+
+    before = gc.get_threshold()
+    with fewer_collections(12_345):
+        assert gc.get_threshold()[0] == 12_345 and gc.get_freeze_count() > 0
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
