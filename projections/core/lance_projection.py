@@ -15,9 +15,10 @@ projections.core.projector.Skipping).
 from __future__ import annotations
 
 import asyncio
+import time
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pyarrow as pa
 import structlog
@@ -164,6 +165,20 @@ class TableProjection(LanceProjection):
         self.retention = retention
         self._writes_since_optimize = 0
         self._maintained = False  # the first maintain always runs (it adds a missing key index)
+        self.clock: Callable[[], float] = time.monotonic   # upkeep timing only, never folds
+        self._prune_at: float | None = None  # when the versions the last optimize had to keep may go
+
+    def upkeep_due(self) -> bool:
+        """Whether `maintain` has work though nothing was written since its last run: the versions that
+        run kept (younger than `retention` then) are older than that now and can be pruned."""
+        return self._prune_at is not None and self.clock() >= self._prune_at
+
+    async def advance(self, position: str) -> None:
+        """Skipping: the checkpoint moves; the versions the last `maintain` kept are pruned once they are
+        due (the runner calls `maintain` only after writes)."""
+        await super().advance(position)
+        if self.upkeep_due():
+            await self.maintain()
 
     async def digest(self) -> str:
         return (await self.digest_at())[0]
@@ -179,15 +194,19 @@ class TableProjection(LanceProjection):
         return await asyncio.to_thread(_digest_table, table), ck.position if ck else None
 
     async def maintain(self) -> None:
-        """Compact, refresh the indexes, prune versions older than `retention`; digest unchanged."""
+        """Compact, refresh the indexes, prune versions older than `retention` (and, one `retention` after
+        a run that followed writes, once more: what that run had to keep); digest unchanged."""
         if not await self._table.exists():
             return
-        if self._maintained and not self._writes_since_optimize:
+        idle = self._maintained and not self._writes_since_optimize
+        if idle and not self.upkeep_due():
             return
         await self._recover()
         ck = await self._current()
         before = await self._table.version()
         stats, version = await self._table.optimize(self.retention)
+        again = not idle or version != before   # an idle run that changed nothing kept nothing more
+        self._prune_at = self.clock() + self.retention.total_seconds() + 1.0 if again else None
         self._writes_since_optimize = 0
         self._maintained = True
         await self._keep_checkpoint_after_optimize(ck, before, version)

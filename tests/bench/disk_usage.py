@@ -191,7 +191,11 @@ async def bench(args: argparse.Namespace, data_dir: Path, redis_dir: Path, url: 
             await maintain()
     print(f"folded {len(events):,} memories in {time.perf_counter() - t0:.0f} s "
           f"(text {text_bytes / len(events):.0f} B/memory)", flush=True)
-    await redis.bgrewriteaof() if args.rewrite_aof else None
+    if args.rewrite_aof:   # what Redis's own rewrite (auto-aof-rewrite-percentage) brings the AOF down to
+        await redis.bgrewriteaof()
+        await asyncio.sleep(0.5)
+        while (await redis.info("persistence"))["aof_rewrite_in_progress"]:
+            await asyncio.sleep(0.2)
     for p in projectors:
         await p.close()
     embedder.close()

@@ -87,8 +87,8 @@ async def test_dense_scores_are_exact_cosines_through_the_vector_index(store, tm
     await p.close()
 
 
-def data_files(directory: Path) -> int:
-    return len(list((directory / "memories.lance" / "data").iterdir()))
+def data_files(directory: Path, table: str = "memories") -> int:
+    return len(list((directory / f"{table}.lance" / "data").iterdir()))
 
 
 async def test_versions_kept_by_maintain_are_pruned_one_retention_later(store, tmp_path: Path) -> None:
@@ -120,4 +120,27 @@ async def test_versions_kept_by_maintain_are_pruned_one_retention_later(store, t
     assert p._prune_at is None
     assert data_files(tmp_path) == await live_fragments() < kept   # only the live table's files are left
     assert await p.digest() == digest
+    await p.close()
+
+
+async def test_plain_tables_prune_what_maintain_kept_one_retention_later(store, tmp_path: Path) -> None:
+    from events.catalogue import MemoryForgotten
+    from projections.tombstones.projector import TombstonesProjector
+
+    p = TombstonesProjector(tmp_path, compact_after_writes=0, retention=timedelta(seconds=1))
+    for i in range(5):
+        await p.apply(await append(store, new_event(MemoryForgotten(f"m{i}", "shared", 2, "lru", f"content {i}"),
+                                                    ns="shared", agent="scheduler")))
+    await p.maintain()
+    kept, digest = data_files(tmp_path, "tombstones"), await p.digest()
+    assert kept > 1 and not p.upkeep_due()
+    for _ in range(3):
+        await asyncio.sleep(2.1)
+        assert p.upkeep_due()
+        audit = await append(store, new_event(RecallServed("q", ("shared",), ("m0",), (0.9,)), ns="shared",
+                                              agent="alice"))
+        await p.advance(audit[0].position)
+        if p._prune_at is None:
+            break
+    assert p._prune_at is None and data_files(tmp_path, "tombstones") < kept and await p.digest() == digest
     await p.close()
