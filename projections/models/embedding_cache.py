@@ -97,7 +97,11 @@ class _Vectors:
         self._rows: np.ndarray = np.zeros((0, dim), dtype=_VEC_DTYPE)
 
     def write(self, first: int, vectors: np.ndarray) -> None:
-        os.pwrite(self._fd, np.ascontiguousarray(vectors, dtype=_VEC_DTYPE).tobytes(), first * self.row_bytes)
+        data = memoryview(np.ascontiguousarray(vectors, dtype=_VEC_DTYPE).tobytes())
+        at = first * self.row_bytes
+        while data:   # a regular file takes it all at once; a short write is continued
+            n = os.pwrite(self._fd, data, at)
+            data, at = data[n:], at + n
 
     def take(self, rows: np.ndarray) -> np.ndarray:
         """Float32 copies of `rows`; rows past the end of the file read as NaN (never written)."""
