@@ -102,16 +102,24 @@ class GraphProjector(SqliteProjection):
             split_cooccurs(conn)
 
     def _fold_batch(self, conn: sqlite3.Connection, events: list[Event]) -> None:
-        recalls: list[tuple[list[str], str]] = []   # a run of consecutive recall.served, folded together
+        recalls: list[tuple[list[str], str]] = []   # recall.served not folded yet, folded together
+        named: set[str] = set()                      # the ids they name
+        odd = False                                  # one of them looks like an entity or episode node
+        last_ms, at = -1, ""
         for ev in events:
             d = ev.data
-            at = iso_from_ms(ev.wall_ms)
+            ms = ev.wall_ms
+            if ms != last_ms:   # one ISO stamp per millisecond: a replay's events share them
+                last_ms, at = ms, iso_from_ms(ms)
             if isinstance(d, RecallServed):
-                recalls.append((list(dict.fromkeys(d.result_ids))[:CO_RECALL_TOP], at))
+                top = list(dict.fromkeys(d.result_ids))[:CO_RECALL_TOP]
+                recalls.append((top, at))
+                named.update(top)
+                odd = odd or any(m.startswith(("entity:", "episode:")) for m in top)
                 continue
-            if recalls:
+            if recalls and not _commutes(d, named, odd):
                 co_recalled(conn, recalls)
-                recalls = []
+                recalls, named, odd = [], set(), False
             if isinstance(d, MemoryCommitted):
                 self._memory(conn, d.memory_id, d.content, d.namespace, d.category, at, version=1)
                 for dep in d.depends_on:
@@ -275,6 +283,17 @@ class GraphProjector(SqliteProjection):
         for row in cooccur:
             d.add({"t": "cooccur", "v": list(row)})
         return d.hexdigest()
+
+
+def _commutes(d: object, named: set[str], odd: bool) -> bool:
+    """Whether folding `d` before the recalls that came before it (naming `named`) folds the same: the
+    co-recall fold reads the nodes a recall names, their recall counts and CO_OCCURS edges. A commit,
+    correction or extraction adds nodes (a memory's own, entities, an episode: none named), a conflict
+    touches other tables; a deletion, forgetting or prune does not commute. Events the graph does not
+    fold commute."""
+    if isinstance(d, (MemoryCommitted, MemoryCorrected, EntitiesExtracted)):
+        return not odd and d.memory_id not in named
+    return not isinstance(d, (MemoryDeleted, MemoryForgotten, GraphPruned))
 
 
 def _store_pagerank(conn: sqlite3.Connection) -> None:

@@ -204,3 +204,28 @@ async def test_a_schema_2_graph_is_migrated_at_start_and_folds_on(tmp_path: Path
     assert partners._change > logged
     await partners.close()
     reader.close()
+
+
+async def test_recalls_fold_late_only_past_events_they_commute_with(tmp_path: Path) -> None:
+    """A batch folds its recalls together, past the events that change nothing they read: a recall that
+    names a memory committed after it, or an entity node an extraction or correction adds after it, and
+    a deletion after it, must fold as one by one."""
+    def commit(mid: str, content: str = "Redis listens on port 6379") -> Event:
+        return new_event(MemoryCommitted(mid, content, "shared", "fact", "system_fact"), ns="shared", agent="a")
+
+    def served(*ids: str) -> Event:
+        return new_event(RecallServed("q", ("shared",), ids, tuple(0.5 for _ in ids)), ns="shared", agent="a")
+
+    redis = "entity:shared:name:redis"
+    events = [commit("a"), commit("b", "Kafka carries events"), served("a", "b", "c"), commit("c"), served("a", "c"),
+              served("a", redis), commit("d"), served(redis, "b"), served("b", "c"), served("entity:shared:name:nginx", "a"),
+              new_event(MemoryCorrected("b", "shared", 2, "Kafka and Nginx", "fix"), ns="shared", agent="a"),
+              served("b", "entity:shared:name:nginx", "a"), served("a", "b"),
+              new_event(MemoryDeleted("c", "shared", 2, "x"), ns="shared", agent="a"), served("a", "c", "b"),
+              commit("c"), served("c", "a")]
+    events = [e.placed(position=f"{1_700_000_000_000 + i}-0", hlc=f"{1_700_000_000_000 + i}:0:n", origin="o")
+              for i, e in enumerate(events, 1)]
+    one_by_one = await _fold(tmp_path / "one", events, 1)
+    assert await _fold(tmp_path / "all", events, len(events)) == one_by_one
+    for i in range(len(events)):   # a batch may start anywhere
+        assert await _fold(tmp_path / f"at{i}", events[:i] + events[i:], max(1, i)) == one_by_one
