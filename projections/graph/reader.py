@@ -154,11 +154,14 @@ class GraphReader(SqliteReader):
                  limit: int = 10) -> list[Neighbour]:
         """CO_OCCURS partners (weight > `min_weight`) of `memory_ids` over edges the caller may read.
 
-        Every recall asks this, on the event loop, so it reads the edge index alone: the heaviest
-        edges of each id and direction, without the node join `_strongest` makes (0.07 ms against
-        0.33 ms at 30k memories). An edge lives in its private endpoint's namespace (seed 2.5.6),
-        so its far end is in that namespace or in `shared`; a caller whose scope leaves `shared`
-        out checks the far end's namespace itself (`RecallService.prefetch` does, on the rows)."""
+        Asked on the event loop until the gateway's partners in memory are loaded
+        (`projections.serving.prefetch`), so it reads `graph_cooccurs` alone: the heaviest edges of
+        each id and direction, without the node join `_strongest` makes (as a target through the
+        (target, weight) index; as a source through the key, every edge of the id then sorted: the
+        table has that one index, every recall writes it). An edge lives in its private endpoint's
+        namespace (seed 2.5.6), so its far end is in that namespace or in `shared`; a caller whose
+        scope leaves `shared` out checks the far end's namespace itself (`RecallService.prefetch`
+        does, on the rows)."""
         if not memory_ids or not namespaces:
             return []
         ids, ns, hits = list(dict.fromkeys(memory_ids)), list(namespaces), set(memory_ids)
@@ -202,8 +205,9 @@ def _strongest(conn: sqlite3.Connection, node: str | list[str], relations: tuple
     """The `limit` heaviest edges of each node (either direction) of `relations` with weight >
     `above`, whose edge and far node are in `namespaces`: one index range scan per (node,
     direction, relation), heaviest first, so a hub memory with thousands of edges costs no more than
-    a quiet one; all of them in ONE statement (UNION ALL). `+` keeps SQLite's planner off the
-    namespace indexes (it would scan every edge of a namespace)."""
+    a quiet one (but for its CO_OCCURS edges as their source: read by the key of `graph_cooccurs`,
+    all of them, then sorted); all of them in ONE statement (UNION ALL). `+` keeps SQLite's planner
+    off the namespace indexes (it would scan every edge of a namespace)."""
     nodes = [node] if isinstance(node, str) else list(dict.fromkeys(node))
     marks = _marks(len(namespaces))
     kind = " AND n.type != 'entity'" if memories_only else ""
