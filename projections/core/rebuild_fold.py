@@ -21,7 +21,7 @@ from projections.core.shared_reads import Read, SharedReads
 
 log = structlog.get_logger(__name__)
 
-REBUILD_BATCH = 2000  # offline: bigger batches than the live runner amortise per-commit costs
+REBUILD_BATCH = 10_000  # offline: big batches amortise per-write costs (a LanceDB version, a transaction): -20% CPU vs 2,000
 
 GC_THRESHOLD = 50_000   # allocations between two collections of the youngest generation during a fold
 

@@ -17,7 +17,7 @@ vector in the cache, like the issue's "warm cache".
 
 Measured (wall = perf_counter, CPU = this process's CPU, every thread: SQLite and LanceDB work in
 threads counts; the redis-server's own CPU is not counted):
-- read+decode: `EventStore.read` over the whole log in batches of 2,000 (REBUILD_BATCH), no projector:
+- read+decode: `EventStore.read` over the whole log in batches of REBUILD_BATCH (10,000), no projector:
   the floor each projector pays for reading the log once.
 - rebuild: `projections.core.replay.rebuild` into a fresh directory, in this process: every projector
   side by side, each batch read and decoded once for all (`projections.core.shared_reads`); total
