@@ -26,8 +26,9 @@ file is not fsynced before the commit) reads as missing, and the next ``put_many
 Entries are immutable: the same (model, content) always maps to the same vector, so a ``put`` of
 a cached sha is ignored.
 
-The first format (``embeddings(model, sha, vec BLOB)``) is migrated on open, in chunks (each its
-own transaction, so a concurrent opener just helps), and read while it lasts; `export_blobs` writes
+The first format (``embeddings(model, sha, vec BLOB)``) is migrated on first use (in the caller's
+thread: ~1.6 s per 20k vectors), in chunks (each its own transaction, so a concurrent opener just
+helps), and read while it lasts; `export_blobs` writes
 that format (one self-contained file) for backups.
 """
 
@@ -150,8 +151,7 @@ class EmbeddingCache:
         self._files: dict[int, _Vectors] = {}
         self._models: dict[str, tuple[int, int]] = {}   # name -> (id, dim)
         self._legacy = self._has_legacy()
-        if self._legacy:
-            self._migrate()
+        self._pending = self._legacy   # migrated on first use: in the caller's (worker) thread, not at open
         log.debug("embedding_cache.open", path=str(self.path))
 
     # ------------------------------------------------------------------ plumbing
@@ -159,6 +159,9 @@ class EmbeddingCache:
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
             raise RuntimeError(f"embedding cache {self.path} is closed")
+        if self._pending:
+            self._pending = False
+            self._migrate()
         return self._conn
 
     def vector_path(self, model: int) -> Path:
@@ -186,7 +189,8 @@ class EmbeddingCache:
         return f
 
     def _has_legacy(self) -> bool:
-        conn = self._connection()
+        conn = self._conn
+        assert conn is not None
         return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
                             (LEGACY_TABLE,)).fetchone() is not None
 
@@ -291,7 +295,8 @@ class EmbeddingCache:
     def _migrate(self) -> None:
         """Move the first format's blobs into the vector files, a chunk per transaction (a concurrent
         opener takes turns); then drop its table and give the space back (VACUUM)."""
-        conn = self._connection()
+        conn = self._conn
+        assert conn is not None
         moved = 0
         while True:
             conn.execute("BEGIN IMMEDIATE")

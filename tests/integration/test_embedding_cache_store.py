@@ -59,13 +59,23 @@ def test_dimension_is_fixed_per_model(tmp_path: Path) -> None:
         assert cache.get_many("m", [content_sha("b")]) == {}
 
 
-def test_first_format_is_migrated_on_open(tmp_path: Path) -> None:
+def has_legacy_table(path: Path) -> bool:
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (LEGACY_TABLE,)).fetchone() is not None
+    finally:
+        conn.close()
+
+
+def test_first_format_is_migrated_on_first_use(tmp_path: Path) -> None:
     path = tmp_path / "embeddings.sqlite"
     texts = {"use": [f"u{i}" for i in range(4500)], "bge": ["x", "y"]}
     legacy_file(path, texts)
     before = path.stat().st_size
     with EmbeddingCache(path) as cache:
-        assert cache.count() == 4502
+        assert has_legacy_table(path)   # opening (on the event loop, say) moves nothing
+        assert cache.count() == 4502    # the first use (a worker thread) does
+        assert not has_legacy_table(path)
         for model, ts in texts.items():
             got = cache.get_many(model, [content_sha(t) for t in ts])
             assert all(np.array_equal(got[content_sha(t)], vec(t)) for t in ts)
