@@ -285,18 +285,15 @@ async def recall_figures(s: aiohttp.ClientSession, base: str, h: dict, extra: di
 
 async def measure(s: aiohttp.ClientSession, base: str, pids: dict, store: EventStore, state: dict, work: Path,
                   redis_url: str, args, run: int) -> dict:
-    """Every figure at the present size, once: RSS by process, disk, recall_figures for two scopes of agent
+    """Every figure at the present size, once: disk, recall_figures for two scopes of agent
     bench0 ("own": its namespaces + shared, the default; "all": every agent's -main added with
-    include_namespaces, i.e. every stored memory), replay, and the in-process references."""
+    include_namespaces, i.e. every stored memory), RSS by process (after the recalls), replay, and the
+    in-process references."""
     out: dict = {"n": state["committed"], "run": run}
     agent, key, main = state["agents"][0]
     own = [main, main.replace("-main", "-ephemeral"), "shared"]
     others = [m for _, _, m in state["agents"][1:]]
     labels = tree_labels(pids["gateway"])
-    rss: dict[str, int] = {"redis": pid_rss(pids["redis"])}
-    for pid, label in labels.items():
-        rss[label] = rss.get(label, 0) + pid_rss(pid)
-    out["rss"], out["load_rss"] = rss, os.getloadavg()[0]
     sizes = dict(disk_usage(work, depth=2))
     out["disk"] = {k: sizes.get(k, 0) for k in (".", "data/projections", "data/cache", "redis")}
     rng = random.Random(f"{state['committed']}-{run}-{args.seed}")
@@ -306,6 +303,11 @@ async def measure(s: aiohttp.ClientSession, base: str, pids: dict, store: EventS
         figures = await recall_figures(s, base, {"X-API-Key": key}, extra, store, rng, args, projectors,
                                        pids["gateway"])
         out["recall"][name] = {"scope": sum(state["live"].get(ns, 0) for ns in scope), **figures}
+    # RSS after the recalls: the gateway's serving index has followed the projection by then
+    rss: dict[str, int] = {"redis": pid_rss(pids["redis"])}
+    for pid, label in tree_labels(pids["gateway"]).items():
+        rss[label] = rss.get(label, 0) + pid_rss(pid)
+    out["rss"], out["load_rss"] = rss, os.getloadavg()[0]
     out["replay"] = await rebuild_all(store, work / "data")
     out["load_replay"] = os.getloadavg()[0]
     if args.replay_cli:
