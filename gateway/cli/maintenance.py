@@ -13,7 +13,8 @@ from events.redis.store import EventStore
 from gateway.process.logging_setup import configure_from_environment
 from gateway.process.settings import Settings
 from gateway.process.model_services import make_embedding_model
-from gateway.process.wiring import log_reader, open_services
+from gateway.process.log_reader import log_reader
+from gateway.process.wiring import open_services
 from projections.core import replay as rebuilds
 from projections.core.rebuild_process import MIN_EVENTS, SecondProcess
 from projections.core.registry import projections_root

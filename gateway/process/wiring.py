@@ -372,13 +372,3 @@ async def open_services(settings: Settings, *, clock: Clock | None = None, embed
             await open_gateway(services, stack)
         yield services
 
-
-@asynccontextmanager
-async def log_reader(redis_url: str) -> AsyncIterator[EventStore]:
-    """A store reading the log at `redis_url`, for a process that only reads it (a rebuild's second
-    process: `projections.core.rebuild_process`); its connection closed when the block ends."""
-    redis = connect(redis_url)
-    try:
-        yield EventStore(redis, origin="replay")
-    finally:
-        await redis.aclose()

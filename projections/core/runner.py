@@ -23,7 +23,8 @@
   back-off (50 ms doubling to 2 s), so a runner resumes within ~2 s of Redis returning; the loop
   does not crash.
 - `projector.maintain()` (when it has one) runs at most every `maintain_every_s`, and only
-  when something was applied since the previous run.
+  when something was applied since the previous run — or when the projector says upkeep is due
+  (`upkeep_due()`: e.g. LanceDB versions its last run had to keep can be pruned now), also idle.
 """
 
 from __future__ import annotations
@@ -87,6 +88,7 @@ class ProjectionRunner:
     _preparable: bool = field(default=False, init=False)
     _generational: bool = field(default=False, init=False)
     _maintainable: bool = field(default=False, init=False)
+    _upkeep: Callable[[], bool] | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self._last_maintain = self.clock()
@@ -95,6 +97,8 @@ class ProjectionRunner:
         self._preparable = isinstance(self.projector, Preparable)
         self._generational = isinstance(self.projector, Generational)
         self._maintainable = isinstance(self.projector, Maintainable)
+        # a projector whose last maintain left work for later (LanceDB versions pruned one retention on)
+        self._upkeep = getattr(self.projector, "upkeep_due", None) if self._maintainable else None
 
     @property
     def name(self) -> str:
@@ -302,9 +306,10 @@ class ProjectionRunner:
             await self._store_behind(stop)
 
     async def _maybe_maintain(self) -> None:
-        if not self._dirty or not self._maintainable:
+        if not self._maintainable:
             return
-        if self.clock() - self._last_maintain < self.maintain_every_s:
+        if not (self._dirty and self.clock() - self._last_maintain >= self.maintain_every_s) and \
+                not (self._upkeep is not None and self._upkeep()):
             return
         started = time.perf_counter()
         try:

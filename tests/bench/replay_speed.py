@@ -75,7 +75,7 @@ from events.redis.client import connect  # noqa: E402
 from events.redis.store import EventStore  # noqa: E402
 from projections.core.registry import make_projectors  # noqa: E402
 from projections.core.rebuild_fold import REBUILD_BATCH, fold_one as _fold  # noqa: E402
-from gateway.process.wiring import log_reader  # noqa: E402
+from gateway.process.log_reader import log_reader  # noqa: E402
 from projections.core.rebuild_process import SecondProcess  # noqa: E402
 from projections.core.replay import rebuild  # noqa: E402
 from projections.models.cached_embedder import CachedEmbedder  # noqa: E402

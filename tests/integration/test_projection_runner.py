@@ -302,3 +302,33 @@ async def test_a_crash_while_behind_re_reads_the_ignored_events_and_ends_the_sam
     assert restarted.events_applied == 2 and await again.load_checkpoint() == recalls[-1]
     assert await again.digest() == digest
     await again.close()
+
+
+class UpkeepLater(CountingMaintain):
+    """Says upkeep is due (as after a maintain that had to keep versions younger than the retention)."""
+
+    due = False
+
+    def upkeep_due(self) -> bool:
+        return self.due
+
+    async def maintain(self) -> None:
+        self.due = False
+        await super().maintain()
+
+
+async def test_an_idle_runner_maintains_when_upkeep_is_due(store, tmp_path: Path) -> None:
+    p = UpkeepLater(tmp_path, HashEmbedder(), compact_after_writes=0)
+    runner = ProjectionRunner(store, p, maintain_every_s=3600, block_ms=20)
+    await append_n(store, 0, 2)
+    stop = asyncio.Event()
+    task = asyncio.create_task(runner.run(stop))
+    await eventually(lambda: runner.checkpoint is not None, what="the commits folded")
+    await asyncio.sleep(0.1)
+    assert p.maintained == 0   # applied, but the interval has not passed
+    p.due = True
+    await eventually(lambda: _maintained(p, 0), what="the upkeep run while idle")
+    await asyncio.sleep(0.1)
+    stop.set()
+    await task
+    assert p.maintained == 1   # done once: no longer due

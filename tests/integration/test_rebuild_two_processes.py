@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from events.errors import LogResetError
-from gateway.process.wiring import log_reader
+from gateway.process.log_reader import log_reader
 from projections.core.rebuild_process import SecondProcess
 from projections.core.registry import NAMES
 from projections.core.replay import live_digests, rebuild, verify

@@ -131,13 +131,15 @@ SERVICES = ("EventStore", "CommandService", "RecallService", "EvalService", "Sch
             "MemoriesReader", "GraphReader", "ActivityReader", "TombstonesReader", "SynonymsReader",
             "AuditWriter", "RunnerSet", "CheckpointWaiter")
 WIRING = "gateway/process/wiring.py"
+# a rebuild's second process wires one log reader, without importing every service's module
+WIRINGS = (WIRING, "gateway/process/log_reader.py")
 
 
 def test_only_the_wiring_builds_the_services():
     bad = []
     for package in OURS:
         for path in _sources(package):
-            if _rel(path) == WIRING:
+            if _rel(path) in WIRINGS:
                 continue
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in SERVICES:
