@@ -96,8 +96,9 @@ class Ivf:
         want = max(params.scan_fraction * len(self.order), 1.0)
         sizes = np.diff(self.offsets)[lists]
         probe = max(int(np.searchsorted(np.cumsum(sizes), want)) + 1, min(params.min_probe, nlist))
-        ranges = [(int(self.offsets[li]), int(self.offsets[li + 1])) for li in lists[:probe]]
-        ranges = [(lo, hi) for lo, hi in ranges if hi > lo]
+        probed = lists[:probe]
+        ranges = [(lo, hi) for lo, hi in zip(self.offsets[probed].tolist(), self.offsets[probed + 1].tolist())
+                  if hi > lo]
         if self.reduced is not None:
             cand, scores = self._reduced_scan(ranges, rows, size, query, max(params.rerank, 4 * k), live)
             return top_hits(cand, scores, k)

@@ -49,6 +49,8 @@ from projections.serving.dense import IvfParams
 
 log = structlog.get_logger(__name__)
 
+_RESULT_SET = frozenset(RESULT_COLUMNS)
+_N_RESULT = len(_RESULT_SET)
 _LOAD_BATCH = 8192  # rows per batch of the first load
 BIG_DELTA = 50_000  # more changed rows than this since the last refresh: reload instead of applying them
 
@@ -367,7 +369,9 @@ class ServingIndex:
             row = part.rows.get(at[1], mid)
             if row is None:
                 continue
-            got = {c: row[c] for c in columns if c in row}
+            # a row decoded from the arena is a fresh dict of exactly RESULT_COLUMNS: no copy needed
+            got = row if columns is RESULT_COLUMNS and len(row) == _N_RESULT and row.keys() == _RESULT_SET \
+                else {c: row[c] for c in columns if c in row}
             if vectors:
                 got["vector"] = part.vectors.row(at[1])
             out[mid] = got

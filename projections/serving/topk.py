@@ -26,9 +26,8 @@ def top_hits(cand: np.ndarray | None, scores: np.ndarray, k: int) -> list[tuple[
     if len(cand) > k:
         part = np.argpartition(-scores, k - 1)[:k]
         cand, scores = cand[part], scores[part]
-    out = [(int(s), float(c)) for s, c in zip(cand, scores)]
-    out.sort(key=lambda h: (-h[1], h[0]))
-    return out
+    order = np.lexsort((cand, -scores))   # best first, ties by slot (as sorting by (-score, slot))
+    return list(zip(cand[order].tolist(), scores[order].tolist()))
 
 
 def _above_sampled_threshold(scores: np.ndarray, k: int) -> np.ndarray | None:

@@ -194,13 +194,14 @@ class RecallService:
         if not req.namespaces:
             return []
         source = await self._source()
-        lexical = asyncio.ensure_future(self._lexical(source, req, req.namespaces))  # overlaps the embedding
+        text = self._lexical_query(req.query, req.namespaces)   # once per recall: the synonyms' check costs
+        lexical = asyncio.ensure_future(self._lexical(source, req, req.namespaces, text))  # overlaps the embedding
         try:
             vector = await self.queries.vector(req.query)
         except BaseException:
             lexical.cancel()
             raise
-        ranked = await self._ranked(source, req, vector, req.namespaces, self._needed(req), lexical)
+        ranked = await self._ranked(source, req, vector, req.namespaces, self._needed(req), lexical, text)
         chosen = self._diversify(ranked, req.top_k, req.diversity)
         if req.shared_fallback and len(chosen) < FALLBACK_BELOW and SHARED_NAMESPACE not in req.namespaces:
             chosen += await self._fallback(source, req, vector, {c.row["id"] for c in chosen})
@@ -293,23 +294,30 @@ class RecallService:
             return self.index
         return self.reader
 
-    async def _lexical(self, source: Any, req: RecallRequest, namespaces: list[str]) -> list[tuple[str, float]]:
-        return await source.alexical(self._lexical_query(req.query, namespaces), namespaces, self.fusion.pool,
-                                     context=req.context)
+    async def _lexical(self, source: Any, req: RecallRequest, namespaces: list[str],
+                       text: str | None = None) -> list[tuple[str, float]]:
+        text = self._lexical_query(req.query, namespaces) if text is None else text
+        return await source.alexical(text, namespaces, self.fusion.pool, context=req.context)
 
     async def _ranked(self, source: Any, req: RecallRequest, vector: np.ndarray, namespaces: list[str], need: int,
-                      lexical_task: "asyncio.Future[list[tuple[str, float]]] | None" = None) -> list[Candidate]:
-        lexical_task = lexical_task or asyncio.ensure_future(self._lexical(source, req, namespaces))
-        dense, lexical = await asyncio.gather(source.adense(vector, namespaces, self.fusion.pool), lexical_task)
+                      lexical_task: "asyncio.Future[list[tuple[str, float]]] | None" = None,
+                      text: str | None = None) -> list[Candidate]:
+        text = self._lexical_query(req.query, namespaces) if text is None else text
+        lexical_task = lexical_task or asyncio.ensure_future(self._lexical(source, req, namespaces, text))
+        dense = await source.adense(vector, namespaces, self.fusion.pool)   # no task: nothing in it waits
+        lexical = await lexical_task
         # BM25 is summed over the query's terms: the fusion reads it per term; memories in another
         # script than the query's cannot match a word of it, so their cosine alone may carry them
-        n_terms = len(terms(self._lexical_query(req.query, namespaces))) if lexical else 1
-        blind = await self._blind(source, req.query, dense) if lexical else set()
+        n_terms = len(terms(text)) if lexical else 1
+        # the best dense rows are read once: for the script check and, most of them, as the head's rows
+        blind, rows = await self._blind(source, req.query, dense) if lexical else (set(), {})
         fused = fuse(dense, lexical, params=self.fusion, query_terms=n_terms, blind=blind)
         if self.reranker is None and req.min_score is not None:
             fused = [f for f in fused if f[1] >= req.min_score]
         head = fused[:need]
-        rows = await source.arows([mid for mid, _ in head], vectors=True)
+        missing = [mid for mid, _ in head if mid not in rows]
+        if missing:
+            rows.update(await source.arows(missing, vectors=True))
         cosine = dict(dense)
         out = []
         for mid, score in head:
@@ -325,13 +333,15 @@ class RecallService:
                 out = [c for c in out if c.score >= req.min_score]
         return self._stand(out, req.importance_weight)
 
-    async def _blind(self, source: Any, query: str, dense: list[tuple[str, float]]) -> set[str]:
-        """The best dense candidates written in another script than the query (fusion.lexically_blind)."""
+    async def _blind(self, source: Any, query: str,
+                     dense: list[tuple[str, float]]) -> tuple[set[str], dict[str, dict[str, Any]]]:
+        """The best dense candidates written in another script than the query (fusion.lexically_blind),
+        and the rows read to tell (with their vectors: most of them are the fused head's rows too)."""
         script = script_of(query)
         if script not in ("zh", "en") or not dense:
-            return set()
-        rows = await source.arows([mid for mid, _ in dense[:BLIND_TOP]])
-        return {mid for mid, row in rows.items() if lexically_blind(script, row.get("content") or "")}
+            return set(), {}
+        rows = await source.arows([mid for mid, _ in dense[:BLIND_TOP]], vectors=True)
+        return {mid for mid, row in rows.items() if lexically_blind(script, row.get("content") or "")}, rows
 
     def _stand(self, cands: list[Candidate], weight: float) -> list[Candidate]:
         """Derived scores of each candidate at now; the score scaled by its standing, re-sorted."""
