@@ -243,6 +243,8 @@ def cli() -> int:
     signal.signal(signal.SIGTERM, signal.default_int_handler)   # SIGTERM stops the processes as Ctrl-C does
     work = Path(args.data_dir).resolve() if args.data_dir else Path(tempfile.mkdtemp(prefix="zhiyi-bench-million-"))
     work.mkdir(parents=True, exist_ok=True)
+    for left in work.glob("scratch-*"):   # a replay's scratch dir, left by a killed run
+        shutil.rmtree(left, ignore_errors=True)
     try:
         out = asyncio.run(main(args, work))
         if args.json:

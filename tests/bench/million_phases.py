@@ -197,7 +197,7 @@ async def fold_only(store: EventStore, data_dir: Path) -> dict:
     from projections.core.runner import ProjectionRunner
     from projections.memories.projector import MemoriesProjector
 
-    scratch, embedder = Path(tempfile.mkdtemp(prefix="zhiyi-bench-million-fold-")), warm_embedder(data_dir)
+    scratch, embedder = Path(tempfile.mkdtemp(prefix="scratch-fold-", dir=data_dir.parent)), warm_embedder(data_dir)
     projector = MemoriesProjector(projection_dir(scratch, "memories"), embedder, compact_after_rows=0,
                                   vector_index_min_rows=0, serving_indexes=False)
     try:
@@ -216,7 +216,7 @@ async def rebuild_all(store: EventStore, data_dir: Path) -> dict:
     maintain and digest), in this process with the data dir's warm embedding cache: events/s."""
     from projections.core.replay import rebuild
 
-    scratch, embedder = Path(tempfile.mkdtemp(prefix="zhiyi-bench-million-rebuild-")), warm_embedder(data_dir)
+    scratch, embedder = Path(tempfile.mkdtemp(prefix="scratch-rebuild-", dir=data_dir.parent)), warm_embedder(data_dir)
     try:
         store = EventStore(store.redis, origin="bench-replay", epoch=store.epoch)   # nothing decoded yet
         n, t = await store.length(), time.perf_counter()
@@ -229,7 +229,7 @@ async def rebuild_all(store: EventStore, data_dir: Path) -> dict:
 
 def replay_cli(redis_url: str, data_dir: Path, events: int) -> dict:
     """`zhiyi replay --into SCRATCH` (every projection, the data dir's warm cache), a real process: wall."""
-    scratch = Path(tempfile.mkdtemp(prefix="zhiyi-bench-million-replay-"))
+    scratch = Path(tempfile.mkdtemp(prefix="scratch-replay-", dir=data_dir.parent))
     env = dict(os.environ, REDIS_URL=redis_url, API_KEY=ADMIN, OPENBLAS_NUM_THREADS="1", ZHIYI_LOG_LEVEL="warning")
     try:
         t = time.perf_counter()
@@ -295,7 +295,8 @@ async def measure(s: aiohttp.ClientSession, base: str, pids: dict, store: EventS
     others = [m for _, _, m in state["agents"][1:]]
     labels = tree_labels(pids["gateway"])
     sizes = dict(disk_usage(work, depth=2))
-    out["disk"] = {k: sizes.get(k, 0) for k in (".", "data/projections", "data/cache", "redis")}
+    out["disk"] = {k: sizes.get(k, 0) for k in ("data", "data/projections", "data/cache", "redis")}
+    out["disk"]["."] = out["disk"]["data"] + out["disk"]["redis"]   # not a scratch dir a killed run left
     rng = random.Random(f"{state['committed']}-{run}-{args.seed}")
     projectors = [p for p, label in labels.items() if label == "projectors"]
     out["recall"] = {}
