@@ -91,6 +91,8 @@ class Partition:
         # context neighbours by slot (-1: none); the two-step ones are prev[prev] and next[next]
         self.prev = np.full(64, _NONE, dtype=np.int64)
         self.next = np.full(64, _NONE, dtype=np.int64)
+        self._links = 0                                # bumped whenever prev/next change
+        self._two: tuple[tuple[int, int], np.ndarray, np.ndarray] | None = None  # two-step neighbours, by _links
         self._tail: dict[str, int] = {}                # episode -> its last live slot
         self._episodes: dict[str, str] = {"": ""}      # interned episode ids
         self._run: _Run | None = None                  # the current run of commits without one
@@ -193,6 +195,7 @@ class Partition:
         self.lexical.remove(slot)
         self.live_count -= 1
         before, after = int(self.prev[slot]), int(self.next[slot])
+        self._links += 1
         if before != _NONE:
             self.next[before] = _NONE
         if after != _NONE:
@@ -217,6 +220,7 @@ class Partition:
             return False  # not linked: it may still join its run
         if before != _NONE and after != _NONE and self.next[before] == after:
             self.next[before] = self.prev[after] = _NONE  # remove() had joined them around `old`
+            self._links += 1
         if before != _NONE and self.live[before]:
             self._link(before, slot)
         if after != _NONE and self.live[after]:
@@ -228,6 +232,7 @@ class Partition:
     def _link(self, before: int, after: int) -> None:
         self.next[before] = after
         self.prev[after] = before
+        self._links += 1
 
     def _grow(self, cap: int) -> None:
         n = self.size
@@ -238,6 +243,7 @@ class Partition:
         prev[:n], nxt[:n] = self.prev[:n], self.next[:n]
         self.live = live
         self.prev, self.next = prev, nxt
+        self._links += 1
 
     def compacted(self) -> tuple[Partition, dict[int, int]]:
         """A copy holding only the live slots (same links, same order); returns it and old -> new slots."""
@@ -263,6 +269,7 @@ class Partition:
         for s, t in moved.items():
             new.prev[t] = moved.get(int(self.prev[s]), _NONE)
             new.next[t] = moved.get(int(self.next[s]), _NONE)
+        new._links += 1
         new._tail = {ep: moved[s] for ep, s in self._tail.items() if s in moved}
         return new, moved  # the current run starts afresh (its window would hold dead slots)
 
@@ -296,7 +303,8 @@ class Partition:
             p, q = prev[:n], nxt[:n]
             smoothed = np.maximum(own[p], own[q])
             smoothed *= np.float32(context)
-            two = np.maximum(own[np.where(p >= 0, prev[p], _NONE)], own[np.where(q >= 0, nxt[q], _NONE)])
+            p2, q2 = self._two_step(n)
+            two = np.maximum(own[p2], own[q2])
             two *= np.float32(0.5 * context)
             smoothed += two
             smoothed += own[:n]
@@ -318,6 +326,16 @@ class Partition:
                                                    own[np.where(q >= 0, nxt[q], _NONE)]))
         keep = smoothed > 0.0
         return top_hits(cand[keep], smoothed[keep], k)
+
+    def _two_step(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """The two-step neighbours (prev[prev], next[next]; -1 for none) of the first `n` slots, kept
+        until the links or the size change: the same for every query."""
+        key = (self._links, n)
+        two = self._two
+        if two is None or two[0] != key:
+            p, q = self.prev[:n], self.next[:n]
+            two = self._two = (key, np.where(p >= 0, self.prev[p], _NONE), np.where(q >= 0, self.next[q], _NONE))
+        return two[1], two[2]
 
     def wants_compaction(self) -> bool:
         dead = self.size - self.live_count
