@@ -47,8 +47,11 @@ def make_projectors(data_dir: Path, embedder: Any, *, offline: bool = False) -> 
     consolidation = ConsolidationProjector(projection_dir(data_dir, "consolidation"))
     metrics = MetricsProjector(projection_dir(data_dir, "metrics"))
     if offline:
+        # memo_limit: the vectors `prepare` embeds for the batches read ahead (2, of 10,000 events) and the
+        # one being applied stay until it is applied (evicted, they would be embedded again)
         return [MemoriesProjector(projection_dir(data_dir, "memories"), embedder, compact_after_rows=0,
-                                  vector_index_min_rows=0, serving_indexes=False), synonyms, activity, tombstones,
+                                  vector_index_min_rows=0, serving_indexes=False, memo_limit=40_000), synonyms,
+                activity, tombstones,
                 graph, episodes, conflicts, consolidation, metrics]
     return [MemoriesProjector(projection_dir(data_dir, "memories"), embedder), synonyms, activity, tombstones, graph,
             episodes, conflicts, consolidation, metrics]

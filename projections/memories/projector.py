@@ -185,7 +185,10 @@ class MemoriesProjector(LanceProjection):
         todo = [r for r in rows if r["vector"] is None]
         if not todo:
             return
-        need = list(dict.fromkeys(r["content"] for r in todo if r["content"] not in self._memo))
+        # what `prepare` embedded, taken before any await: the next batches' `prepare` (read ahead) may
+        # evict entries from the memo meanwhile
+        have = {r["content"]: self._memo[r["content"]] for r in todo if r["content"] in self._memo}
+        need = list(dict.fromkeys(r["content"] for r in todo if r["content"] not in have))
         fresh: dict[str, np.ndarray] = {}
         if need:
             vecs = np.asarray(await asyncio.to_thread(self.embedder.embed, need), dtype=np.float32)
@@ -193,7 +196,7 @@ class MemoriesProjector(LanceProjection):
                 raise RebuildRequired(f"embedder returned {vecs.shape}, expected ({len(need)}, {self.embedder.dim})")
             fresh = dict(zip(need, vecs))
         for r in todo:
-            r["vector"] = fresh[r["content"]] if r["content"] in fresh else self._memo[r["content"]]
+            r["vector"] = fresh[r["content"]] if r["content"] in fresh else have[r["content"]]
         for r in todo:
             self._memo.pop(r["content"], None)
 
