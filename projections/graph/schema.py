@@ -57,6 +57,9 @@ CREATE TABLE IF NOT EXISTS graph_cooccurs (
   PRIMARY KEY (source_id, target_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS idx_cooccurs_target ON graph_cooccurs(target_id, weight);
+-- a node's strongest edges as their source without reading (and sorting) all of a hub's: 20k edges
+-- took 30 ms through the key alone; the index costs ~0.06 ms of a recall's fold at batch 16
+CREATE INDEX IF NOT EXISTS idx_cooccurs_source ON graph_cooccurs(source_id, weight);
 -- every edge, as the seed's table: what reads across relations use (a relation's own reads go to
 -- its table); the CASTs give both arms the same affinities, so SQLite flattens the view into the
 -- query and reaches each table through its indexes

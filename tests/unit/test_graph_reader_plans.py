@@ -39,17 +39,10 @@ def test_recall_path_lookups_use_the_edge_indexes(tmp_path):
     for sql in selects:
         steps = [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + sql)]
         plan = " | ".join(steps)
-        # every table is reached through an index: no full scan, and nodes not looked up by namespace;
-        # no sort but of one node's CO_OCCURS edges as their source (read by the key: graph_cooccurs has
-        # one index, by target and weight, and every recall writes it)
-        scans = [step for i, step in enumerate(steps) if (step.startswith("SCAN") and "(subquery" not in step)
-                 or "idx_nodes_namespace" in step or ("TEMP B-TREE" in step and not _by_source(steps[:i]))]
+        # every table is reached through an index: no full scan, no sort (a hub's edges are read strongest
+        # first through an index, not all sorted), and nodes not looked up by namespace
+        scans = [step for step in steps if (step.startswith("SCAN") and "(subquery" not in step)
+                 or "idx_nodes_namespace" in step or "TEMP B-TREE" in step]
         assert not scans, f"{sql}\n-> {plan}"
     reader.close()
 
-
-def _by_source(before: list[str]) -> bool:
-    """A sort just after reading one node's CO_OCCURS edges by the key's source (then the far node)."""
-    return any(step.startswith(("SEARCH graph_cooccurs USING PRIMARY KEY (source_id=?)",
-                                "SEARCH e USING PRIMARY KEY (source_id=?)"))
-               for step in [s for s in before if s.startswith("SEARCH")][-2:])
