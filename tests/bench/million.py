@@ -20,8 +20,8 @@ For each scale point, in order:
   embedding cache, redis AOF); recall p50/p99 over HTTP at c=1 and recalls/s at c=16 (cache off, distinct
   queries) for two scopes of agent bench0, each printed with its live memories: "own" (the default: its
   namespaces + `shared`, ~200k at 1M) and "all" (every agent's -main added by include_namespaces: every
-  memory); the projector child's CPU per recall over each c=16 burst until its audits are folded (less
-  its CPU at rest, measured just before); replay events/s: `projections.core.replay.rebuild` (what
+  memory); the projector child's CPU per recall over each c=16 burst until its audits are folded (the
+  burst starts once the projectors are at rest; their rest rate is printed, and the figure less it); replay events/s: `projections.core.replay.rebuild` (what
   `zhiyi replay --into` runs: every projection, their maintain and digests) in this process with the data
   dir's warm embedding cache, and (--no-replay-cli: not) `zhiyi replay --into SCRATCH` as a process, its
   start-up included; and the in-process references: an exact float32 numpy scan of each scope's live
@@ -106,8 +106,8 @@ def print_point(pt: dict) -> None:
               f"p50 {_med(runs, 'ref_scan', name, 'p50_ms'):.2f} ms, p99 {_med(runs, 'ref_scan', name, 'p99_ms'):.2f} ms")
         print(f"    c=16: {m('c16'):,.0f} recalls/s (p50 {m('c16_p50'):.1f} ms)   "
               f"{_load([r['recall'][name] for r in runs], 'load_c16')}")
-        print(f"    CPU per recall (the c=16 burst until its audits are folded): projectors {m('proj_cpu_ms'):.3f} ms "
-              f"less their rest rate ({m('proj_rest_ms_per_s'):.1f} ms/s; {m('proj_cpu_raw_ms'):.3f} ms with it), "
+        print(f"    CPU per recall (the c=16 burst until its audits are folded): projectors {m('proj_cpu_raw_ms'):.3f} ms "
+              f"({m('proj_cpu_ms'):.3f} ms less their rest rate, {m('proj_rest_ms_per_s'):.1f} ms/s), "
               f"gateway {m('gw_cpu_ms'):.3f} ms")
     print(f"  replay (projections.core.replay.rebuild, what zhiyi replay --into runs: every projection, warm cache, "
           f"in-process): {_med(runs, 'replay', 'events'):,.0f} events in {_med(runs, 'replay', 'wall_s'):.1f} s = "
@@ -148,8 +148,8 @@ def acceptance(points: list[dict], commit: list[dict], text_per_memory: float) -
           c16, ">= 300/s", c16 >= 300)
     rep = _med(last["runs"], "replay", "events_per_s")
     check(f"replay events/s ({_med(last['runs'], 'replay', 'events'):,.0f} events)", rep, ">= 10,000", rep >= 10_000)
-    cpu = _med(last["runs"], "recall", "own", "proj_cpu_ms")
-    check(f"projector CPU per recall, less its rest rate ({last['n']:,} stored)", cpu, "<= 0.5 ms", cpu <= 0.5, " ms")
+    cpu = _med(last["runs"], "recall", "own", "proj_cpu_raw_ms")
+    check(f"projector CPU per recall ({last['n']:,} stored)", cpu, "<= 0.5 ms", cpu <= 0.5, " ms")
     rate = statistics.median(c["c16"] for c in commit)
     check("commits/s, c=16, ZHIYI_RATE_LIMITS=off", rate, ">= 3,000/s", rate >= 3000)
     ratio = statistics.median(c["ratio"] for c in commit)
