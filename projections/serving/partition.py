@@ -92,7 +92,7 @@ class Partition:
         self.prev = np.full(64, _NONE, dtype=np.int64)
         self.next = np.full(64, _NONE, dtype=np.int64)
         self._links = 0                                # bumped whenever prev/next change
-        self._two: tuple[tuple[int, int], np.ndarray, np.ndarray] | None = None  # two-step neighbours, by _links
+        self._two: tuple | None = None                 # the context smoothing's neighbourhood, by _links
         self._tail: dict[str, int] = {}                # episode -> its last live slot
         self._episodes: dict[str, str] = {"": ""}      # interned episode ids
         self._run: _Run | None = None                  # the current run of commits without one
@@ -300,15 +300,22 @@ class Partition:
         if np.count_nonzero(scores[:n]) * 16 > n:
             # many matches: one pass over every slot
             np.multiply(scores[:n], live, out=own[:n])
-            p, q = prev[:n], nxt[:n]
+            linked, p, q, p2, q2 = self._neighbourhood(n)
+            # a slot without neighbours scores its own score (0 + own, x live: own already is);
+            # the others as below, the same float32 operations in the same order whichever the path
             smoothed = np.maximum(own[p], own[q])
             smoothed *= np.float32(context)
-            p2, q2 = self._two_step(n)
             two = np.maximum(own[p2], own[q2])
             two *= np.float32(0.5 * context)
             smoothed += two
-            smoothed += own[:n]
-            smoothed *= live
+            if linked is None:
+                smoothed += own[:n]
+                smoothed *= live
+            else:
+                smoothed += own[linked]
+                smoothed *= live[linked]
+                part, smoothed = smoothed, own[:n].copy()
+                smoothed[linked] = part
             return top_hits(None, smoothed, k)
         hits = np.flatnonzero(scores[:n])
         hits = hits[live[hits]]
@@ -327,15 +334,23 @@ class Partition:
         keep = smoothed > 0.0
         return top_hits(cand[keep], smoothed[keep], k)
 
-    def _two_step(self, n: int) -> tuple[np.ndarray, np.ndarray]:
-        """The two-step neighbours (prev[prev], next[next]; -1 for none) of the first `n` slots, kept
-        until the links or the size change: the same for every query."""
+    def _neighbourhood(self, n: int) -> tuple[np.ndarray | None, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(linked, prev, next, prev[prev], next[next]) for the context smoothing of the first `n`
+        slots (-1 for none), kept until the links or the size change (the same for every query).
+        Where at most half the slots have a neighbour, `linked` lists them and the four arrays are
+        theirs only (the others score their own score); else `linked` is None and they cover all."""
         key = (self._links, n)
-        two = self._two
-        if two is None or two[0] != key:
+        cached = self._two
+        if cached is None or cached[0] != key:
             p, q = self.prev[:n], self.next[:n]
-            two = self._two = (key, np.where(p >= 0, self.prev[p], _NONE), np.where(q >= 0, self.next[q], _NONE))
-        return two[1], two[2]
+            p2, q2 = np.where(p >= 0, self.prev[p], _NONE), np.where(q >= 0, self.next[q], _NONE)
+            linked = np.flatnonzero((p >= 0) | (q >= 0))
+            if 2 * len(linked) > n:
+                cached = (key, None, p, q, p2, q2)
+            else:
+                cached = (key, linked, p[linked], q[linked], p2[linked], q2[linked])
+            self._two = cached
+        return cached[1], cached[2], cached[3], cached[4], cached[5]
 
     def wants_compaction(self) -> bool:
         dead = self.size - self.live_count
