@@ -1,9 +1,10 @@
 """CO_OCCURS edges: the graph projector's fold of `recall.served` and the lean table it writes.
 
 Every recall folds into ten CO_OCCURS edges (the pairs of its top 5), so they live in a table of their
-own, `graph_cooccurs` (schema: `projections.graph.schema`): keyed (source_id, target_id) WITHOUT ROWID,
-one index by target, the last co-recall time (`last_at`) on the row; no TEXT id (the view `graph_edges`
-computes `CO_OCCURS:<source>:<target>`), no namespace index, no trigger on the write path. Schema 2 kept
+own, `graph_cooccurs` (schema: `projections.graph.schema`): keyed (source_id, target_id) WITHOUT
+ROWID, two indexes (by source and by target, heaviest first), the last co-recall time (`last_at`) on
+the row; no TEXT id (the view `graph_edges` computes `CO_OCCURS:<source>:<target>`), no namespace
+index, no trigger on the write path. Schema 2 kept
 them in `graph_edges` (five B-trees and a trigger per edge) with their `last_at` in `graph_cooccur`.
 
 - `cooccurs_log` numbers every change of a CO_OCCURS edge's weight (weight -1: deleted) for the gateway's

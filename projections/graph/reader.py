@@ -156,12 +156,11 @@ class GraphReader(SqliteReader):
 
         Asked on the event loop until the gateway's partners in memory are loaded
         (`projections.serving.prefetch`), so it reads `graph_cooccurs` alone: the heaviest edges of
-        each id and direction, without the node join `_strongest` makes (as a target through the
-        (target, weight) index; as a source through the key, every edge of the id then sorted: the
-        table has that one index, every recall writes it). An edge lives in its private endpoint's
-        namespace (seed 2.5.6), so its far end is in that namespace or in `shared`; a caller whose
-        scope leaves `shared` out checks the far end's namespace itself (`RecallService.prefetch`
-        does, on the rows)."""
+        each id and direction, without the node join `_strongest` makes (through the table's
+        (target, weight) and (source, weight) indexes; equal weights by the far id). An edge lives in
+        its private endpoint's namespace (seed 2.5.6), so its far end is in that namespace or in
+        `shared`; a caller whose scope leaves `shared` out checks the far end's namespace itself
+        (`RecallService.prefetch` does, on the rows)."""
         if not memory_ids or not namespaces:
             return []
         ids, ns, hits = list(dict.fromkeys(memory_ids)), list(namespaces), set(memory_ids)
@@ -196,8 +195,8 @@ def _partners_sql(n_ids: int, n_namespaces: int) -> str:
     marks = _marks(n_namespaces)
     return " UNION ALL ".join(
         f"SELECT * FROM (SELECT source_id, target_id, weight, ? FROM graph_cooccurs WHERE {here} = ? "
-        f"AND weight > ? AND +namespace IN ({marks}) ORDER BY weight DESC LIMIT ?)"
-        for here in ("source_id", "target_id") for _ in range(n_ids))
+        f"AND weight > ? AND +namespace IN ({marks}) ORDER BY weight DESC, {there} LIMIT ?)"
+        for here, there in (("source_id", "target_id"), ("target_id", "source_id")) for _ in range(n_ids))
 
 
 def _strongest(conn: sqlite3.Connection, node: str | list[str], relations: tuple[str, ...], namespaces: list[str],
@@ -205,8 +204,7 @@ def _strongest(conn: sqlite3.Connection, node: str | list[str], relations: tuple
     """The `limit` heaviest edges of each node (either direction) of `relations` with weight >
     `above`, whose edge and far node are in `namespaces`: one index range scan per (node,
     direction, relation), heaviest first, so a hub memory with thousands of edges costs no more than
-    a quiet one (but for its CO_OCCURS edges as their source: read by the key of `graph_cooccurs`,
-    all of them, then sorted); all of them in ONE statement (UNION ALL). `+` keeps SQLite's planner
+    a quiet one; all of them in ONE statement (UNION ALL). `+` keeps SQLite's planner
     off the namespace indexes (it would scan every edge of a namespace)."""
     nodes = [node] if isinstance(node, str) else list(dict.fromkeys(node))
     marks = _marks(len(namespaces))
@@ -217,11 +215,12 @@ def _strongest(conn: sqlite3.Connection, node: str | list[str], relations: tuple
             for n in nodes:
                 # CO_OCCURS edges have a table of their own (`projections.graph.cooccurs`)
                 table, only = ("graph_cooccurs", []) if rel == "CO_OCCURS" else ("graph_links", [rel])
+                ties = f", e.{there}" if rel == "CO_OCCURS" else ""   # as its indexes order them
                 parts.append(f"SELECT * FROM (SELECT e.source_id, e.target_id, e.weight, ? AS relation, ? AS via "
                              f"FROM {table} e JOIN graph_nodes n ON n.id = e.{there} "
                              f"WHERE e.{here} = ?{' AND e.relation_type = ?' * len(only)} AND e.weight > ? "
                              f"AND +e.namespace IN ({marks}) AND +n.namespace IN ({marks}){kind} "
-                             f"ORDER BY e.weight DESC LIMIT ?)")
+                             f"ORDER BY e.weight DESC{ties} LIMIT ?)")
                 args += [rel, n, n, *only, above, *namespaces, *namespaces, limit]
     if not parts:
         return []
