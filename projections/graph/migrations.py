@@ -5,9 +5,25 @@ again at the next start."""
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from projections.graph.cooccurs import COOCCURS_SCHEMA
 from projections.graph.schema import GRAPH_SCHEMA
+
+
+@contextmanager
+def _migrating(conn: sqlite3.Connection, version: int) -> Iterator[None]:
+    """The block's statements and the new `user_version` in one transaction: a crash leaves the old
+    schema whole, migrated again at the next start."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        conn.execute(f"PRAGMA user_version = {int(version)}")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
 
 
 def scope_episodes(conn: sqlite3.Connection) -> None:
@@ -17,8 +33,7 @@ def scope_episodes(conn: sqlite3.Connection) -> None:
     prune recomputes it; `zhiyi replay --verify` tells whether a rebuild would differ."""
     if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'graph_nodes'").fetchone() is None:
         return
-    conn.execute("BEGIN IMMEDIATE")   # with the version: a crash leaves schema 1 whole, migrated again
-    try:
+    with _migrating(conn, 2):
         conn.execute("CREATE TEMP TABLE old_episodes AS SELECT id, label, properties, pagerank FROM graph_nodes "
                      "WHERE type = 'episode'")
         conn.execute("DELETE FROM graph_nodes WHERE id IN (SELECT id FROM old_episodes)")
@@ -34,11 +49,6 @@ def scope_episodes(conn: sqlite3.Connection) -> None:
             "(SELECT label FROM old_episodes o WHERE o.id = graph_edges.target_id) "
             "WHERE relation_type = 'DERIVED_FROM' AND target_id IN (SELECT id FROM old_episodes)")
         conn.execute("DROP TABLE old_episodes")
-        conn.execute("PRAGMA user_version = 2")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
 
 
 def split_cooccurs(conn: sqlite3.Connection) -> None:
@@ -52,8 +62,7 @@ def split_cooccurs(conn: sqlite3.Connection) -> None:
 
     if not exists("table", "graph_edges"):
         return
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with _migrating(conn, 3):
         for trigger in ("cooccurs_log_insert", "cooccurs_log_update", "cooccurs_log_delete"):
             conn.execute(f"DROP TRIGGER IF EXISTS {trigger}")
         conn.execute("ALTER TABLE graph_edges RENAME TO graph_links")
@@ -72,11 +81,6 @@ def split_cooccurs(conn: sqlite3.Connection) -> None:
                          "SELECT source_id, target_id, weight, namespace, evidence_count, created_at FROM graph_links "
                          "WHERE relation_type = 'CO_OCCURS' ORDER BY source_id, target_id")
         conn.execute("DELETE FROM graph_links WHERE relation_type = 'CO_OCCURS'")
-        conn.execute("PRAGMA user_version = 3")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
 
 
 def _statements(script: str) -> list[str]:
