@@ -22,8 +22,8 @@ For each scale point, in order:
   namespaces + `shared`, ~200k at 1M) and "all" (every agent's -main added by include_namespaces: every
   memory); the projector child's CPU per recall over each c=16 burst until its audits are folded (the
   burst starts once the projectors are at rest; their rest rate is printed, and the figure less it); replay events/s: `projections.core.replay.rebuild` (what
-  `zhiyi replay --into` runs: every projection, their maintain and digests) in this process with the data
-  dir's warm embedding cache, and (--no-replay-cli: not) `zhiyi replay --into SCRATCH` as a process, its
+  `zhiyi replay --into` runs: every projection, their maintain and digests, graph in a second process) in
+  this process with the data dir's warm embedding cache, and (--no-replay-cli: not) `zhiyi replay --into SCRATCH` as a process, its
   start-up included; and the in-process references: an exact float32 numpy scan of each scope's live
   vectors, a fold-only replay (the memories projector alone, no compaction or index, batches of 500).
 Then, the gateway stopped, --runs times on a fresh Redis and `zhiyi serve`: commits/s at c=16 and
@@ -110,7 +110,7 @@ def print_point(pt: dict) -> None:
               f"({m('proj_cpu_ms'):.3f} ms less their rest rate, {m('proj_rest_ms_per_s'):.1f} ms/s), "
               f"gateway {m('gw_cpu_ms'):.3f} ms")
     print(f"  replay (projections.core.replay.rebuild, what zhiyi replay --into runs: every projection, warm cache, "
-          f"in-process): {_med(runs, 'replay', 'events'):,.0f} events in {_med(runs, 'replay', 'wall_s'):.1f} s = "
+          f"graph in a second process): {_med(runs, 'replay', 'events'):,.0f} events in {_med(runs, 'replay', 'wall_s'):.1f} s = "
           f"{_med(runs, 'replay', 'events_per_s'):,.0f} events/s (cache misses {_med(runs, 'replay', 'misses'):,.0f})"
           f"   {_load(runs, 'load_replay')}")
     if "replay_cli" in runs[0]:

@@ -211,16 +211,21 @@ async def fold_only(store: EventStore, data_dir: Path) -> dict:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-async def rebuild_all(store: EventStore, data_dir: Path) -> dict:
+async def rebuild_all(store: EventStore, data_dir: Path, redis_url: str) -> dict:
     """What `zhiyi replay --into` runs (projections.core.replay.rebuild: every projection, then each one's
-    maintain and digest), in this process with the data dir's warm embedding cache: events/s."""
+    maintain and digest; graph in a second process, as the CLI does on a log this long), in this process
+    with the data dir's warm embedding cache: events/s."""
+    from functools import partial
+
+    from gateway.process.log_reader import log_reader
+    from projections.core.rebuild_process import SecondProcess
     from projections.core.replay import rebuild
 
     scratch, embedder = Path(tempfile.mkdtemp(prefix="scratch-rebuild-", dir=data_dir.parent)), warm_embedder(data_dir)
     try:
         store = EventStore(store.redis, origin="bench-replay", epoch=store.epoch)   # nothing decoded yet
         n, t = await store.length(), time.perf_counter()
-        await rebuild(store, scratch / "into", embedder)
+        await rebuild(store, scratch / "into", embedder, second=SecondProcess(partial(log_reader, redis_url)))
         wall = time.perf_counter() - t
         return {"events": n, "wall_s": wall, "events_per_s": n / wall, "misses": embedder.misses}
     finally:
@@ -314,7 +319,7 @@ async def measure(s: aiohttp.ClientSession, base: str, pids: dict, store: EventS
     for pid, label in tree_labels(pids["gateway"]).items():
         rss[label] = rss.get(label, 0) + pid_rss(pid)
     out["rss"], out["load_rss"] = rss, os.getloadavg()[0]
-    out["replay"] = await rebuild_all(store, work / "data")
+    out["replay"] = await rebuild_all(store, work / "data", redis_url)
     out["load_replay"] = os.getloadavg()[0]
     if args.replay_cli:
         out["replay_cli"] = replay_cli(redis_url, work / "data", await store.length())
