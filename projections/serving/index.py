@@ -362,20 +362,25 @@ class ServingIndex:
         if state is None:
             return {}
         out = {}
+        wanted: dict[str, tuple[list[dict[str, Any]], list[int]]] = {}   # namespace -> rows, slots
         for mid in ids:
             at = state.where.get(mid)
             if at is None:
                 continue
-            part = state.parts[at[0]]
-            row = part.rows.get(at[1], mid)
+            row = state.parts[at[0]].rows.get(at[1], mid)
             if row is None:
                 continue
             # a row decoded from the arena is a fresh dict of exactly RESULT_COLUMNS: no copy needed
             got = row if columns is RESULT_COLUMNS and len(row) == _N_RESULT and row.keys() == _RESULT_SET \
                 else {c: row[c] for c in columns if c in row}
             if vectors:
-                got["vector"] = part.vectors.row(at[1])
+                rows_slots = wanted.setdefault(at[0], ([], []))
+                rows_slots[0].append(got)
+                rows_slots[1].append(at[1])
             out[mid] = got
+        for ns, (rows, slots) in wanted.items():   # each namespace's vectors decoded at once (same values)
+            for got, vector in zip(rows, state.parts[ns].vectors.take(np.array(slots, dtype=np.int64))):
+                got["vector"] = vector
         return out
 
     def stats(self) -> dict[str, Any]:
