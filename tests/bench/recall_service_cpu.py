@@ -113,8 +113,8 @@ async def main(args) -> None:
 
 async def concurrent(args, data: Path, queries: list[str], scope: list[str], counts, graph, partners) -> None:
     """`--concurrency` recalls at a time with the gateway's query embedder (the model in a child
-    process), the query gathering off and on in alternating rounds: the loop thread's and the
-    child's CPU per recall, and recalls/s (the loop saturated, as the gateway's under load)."""
+    process): the loop thread's and the child's CPU per recall, and recalls/s with the loop
+    saturated (as the gateway's under load, less HTTP)."""
     from projections.models.embedding_process import ProcessEmbedder
 
     embedder = ProcessEmbedder(threads=1)
@@ -123,39 +123,29 @@ async def concurrent(args, data: Path, queries: list[str], scope: list[str], cou
     service = RecallService(MemoriesReader(data / "memories"), embedder, synonyms=SynonymsReader(data / "synonyms"),
                             serving=True, activity=counts, graph=graph, partners=partners, query_embedder=embedder)
     await service.load(wait=True)
-    window = service.gather.window_s
     hz = os.sysconf("SC_CLK_TCK")
 
     def child_ticks() -> int:
         fields = Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()
         return int(fields[11]) + int(fields[12])
 
-    offset = 0
     for round_ in range(args.rounds):
-        for on in (False, True) if round_ % 2 == 0 else (True, False):
-            service.gather.window_s = window if on else 0.0
-            service.queries._lru.clear()
-            todo = iter(queries[offset % len(queries):] + queries[:offset % len(queries)])
-            offset += 97
-            b0, g0 = service.gather.batches, service.gather.gathered
-            done = 0
+        service.queries._lru.clear()   # every query embedded again
+        todo = iter(queries[round_ * 97 % len(queries):] + queries[:round_ * 97 % len(queries)])
+        done = 0
 
-            async def worker() -> None:
-                nonlocal done
-                for q in todo:
-                    await service.recall(RecallRequest(query=q, namespaces=scope))
-                    done += 1
+        async def worker() -> None:
+            nonlocal done
+            for q in todo:
+                await service.recall(RecallRequest(query=q, namespaces=scope))
+                done += 1
 
-            t, w, c = time.thread_time(), time.perf_counter(), child_ticks()
-            await asyncio.gather(*(worker() for _ in range(args.concurrency)))
-            wall = time.perf_counter() - w
-            loop_ms = (time.thread_time() - t) * 1000 / done
-            child_ms = (child_ticks() - c) / hz * 1000 / done
-            batches = service.gather.batches - b0
-            mean = (service.gather.gathered - g0) / batches if batches else 0.0
-            print(f"c={args.concurrency} gather {'on ' if on else 'off'}: {done / wall:,.0f} recalls/s, loop thread "
-                  f"{loop_ms:.2f} ms, embedder {child_ms:.2f} ms per recall; gathered batches {batches} "
-                  f"(mean {mean:.1f})", flush=True)
+        t, w, c = time.thread_time(), time.perf_counter(), child_ticks()
+        await asyncio.gather(*(worker() for _ in range(args.concurrency)))
+        wall = time.perf_counter() - w
+        print(f"c={args.concurrency} round {round_}: {done / wall:,.0f} recalls/s, loop thread "
+              f"{(time.thread_time() - t) * 1000 / done:.2f} ms, embedder {(child_ticks() - c) / hz * 1000 / done:.2f} ms "
+              "per recall", flush=True)
     await service.close()
     embedder.close()
 
@@ -165,7 +155,7 @@ if __name__ == "__main__":
     p.add_argument("--dir", required=True)
     p.add_argument("--queries", type=int, default=500)
     p.add_argument("--repeat", type=int, default=5)
-    p.add_argument("--concurrency", type=int, default=1, help="then recalls at this concurrency, gathering off/on")
+    p.add_argument("--concurrency", type=int, default=1, help="then rounds of recalls at this concurrency")
     p.add_argument("--rounds", type=int, default=4)
     p.add_argument("--stages", action="store_true")
     p.add_argument("--stages-top", type=int, default=45)
