@@ -27,11 +27,9 @@ import asyncio
 import os
 import sys
 from dataclasses import dataclass, field
-from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
-import lancedb
 import numpy as np
 import pyarrow as pa
 import structlog
@@ -40,23 +38,19 @@ from events import positions
 from projections.core import checkpoint as checkpoint_file
 from projections.core.checkpoint import Checkpoint
 from projections.serving.bm25 import BM25Params
-from projections.memories.schema import SEARCH_TEXT, TABLE
+from projections.memories.schema import SEARCH_TEXT
 from projections.memories.reader import RESULT_COLUMNS, _checked
 from projections.serving.heap import give_back_freed_memory
 from projections.serving.locations import Locations, slots_by_commit
 from projections.serving.partition import Partition
+from projections.serving.table_at import LOAD_BATCH, LOAD_COLUMNS, TableAt
+from projections.serving.topk import best_first
 from projections.text.lexical import terms
 from projections.serving.dense import IvfParams
 
 log = structlog.get_logger(__name__)
 
-_RESULT_SET = frozenset(RESULT_COLUMNS)
-_N_RESULT = len(_RESULT_SET)
-_LOAD_BATCH = 8192  # rows per batch of the first load
 BIG_DELTA = 50_000  # more changed rows than this since the last refresh: reload instead of applying them
-
-LOAD_COLUMNS = list(dict.fromkeys([*RESULT_COLUMNS, SEARCH_TEXT, "vector", "is_deleted", "position", "agent_id",
-                                   "derived_from"]))
 
 
 @dataclass(slots=True)
@@ -78,7 +72,7 @@ class ServingIndex:
         self._lock = asyncio.Lock()
         self._loading: asyncio.Task | None = None
         self._training: set[asyncio.Task] = set()
-        self._db: Any = None
+        self._table = TableAt(self.directory)
 
     # ------------------------------------------------------------------ sync
 
@@ -147,7 +141,7 @@ class ServingIndex:
             sig = self._file_sig()
             ck = await asyncio.to_thread(checkpoint_file.load, self.directory)
             state = _State(position=ck.position if ck else None, table_version=ck.table_version if ck else None)
-            table = await self._open(ck)
+            table = await self._table.open(ck)
             if table is not None:
                 assert ck is not None and ck.position is not None
                 try:
@@ -162,21 +156,6 @@ class ServingIndex:
             await self.refresh()  # catch up with what the projector wrote meanwhile
         except Exception:  # noqa: BLE001 - recall keeps reading LanceDB; the next refresh retries
             log.exception("serving_index.load_failed")
-
-    async def _open(self, ck: Checkpoint | None) -> Any:
-        """The memories table as of the checkpoint (None: nothing to load)."""
-        if ck is None or ck.position is None or not (self.directory / f"{TABLE}.lance").exists():
-            return None
-        if self._db is None:
-            self._db = await lancedb.connect_async(str(self.directory))
-        try:
-            return await self._db.open_table(TABLE, version=ck.table_version) if ck.table_version is not None \
-                else await self._db.open_table(TABLE)
-        except ValueError:  # no table yet, or the checkpointed version was cleaned up after compactions
-            try:
-                return await self._db.open_table(TABLE)
-            except ValueError:
-                return None
 
     async def _bulk_load(self, state: _State, table: Any, position: str) -> None:
         """The first load, without ever holding the whole table as Python rows: pass 1 reads the
@@ -194,7 +173,7 @@ class ServingIndex:
             for slot, mid in enumerate(ids):
                 state.where[mid] = (ns, slot)
         reader = await table.query().where("is_deleted = false").select(LOAD_COLUMNS).to_batches(
-            max_batch_length=_LOAD_BATCH)
+            max_batch_length=LOAD_BATCH)
         async for batch in reader:
             await asyncio.to_thread(self._place, state, order, agents, stamps, pa.Table.from_batches([batch]))
         for ns, part in state.parts.items():
@@ -224,43 +203,17 @@ class ServingIndex:
             agents[ns][slot] = sys.intern(agent_ids[i] or "")
             stamps[ns][slot] = positions.key(stamp[i])[0]
 
-    async def _scan(self, ck: Checkpoint, since: str, most: int) -> pa.Table | None:
-        """The rows that changed after position `since`, up to the checkpoint; more than `most`:
-        the first `most` + 1 of them (the caller reloads instead)."""
-        table = await self._open(ck)
-        if table is None:
-            return None
-        assert ck.position is not None
-        upto, held = positions.key(ck.position), positions.key(since)
-        where = f"position >= '{positions.timestamp_ms(since)}'"  # coarse (a string compare); exact below
-        kept = []
-        try:
-            reader = await table.query().where(where).select(LOAD_COLUMNS).to_batches(max_batch_length=_LOAD_BATCH)
-            count = 0
-            async for batch in reader:
-                keys = [positions.key(p) for p in batch.column("position").to_pylist()]
-                # The latest version may hold a batch the projector has not checkpointed yet: not ours.
-                mask = pa.array([held < k <= upto for k in keys], type=pa.bool_())
-                batch = batch.filter(mask)
-                kept.append(batch)
-                count += batch.num_rows
-                if count > most:
-                    break
-        finally:
-            table.close()
-        return pa.Table.from_batches(kept) if kept else None
-
     async def _apply_delta(self, state: _State, ck: Checkpoint) -> bool:
         """Apply the rows changed since what the index holds; False (nothing applied) when they
         are more than BIG_DELTA: a reload (in worker threads) then beats folding them in here,
         on the event loop."""
-        data = await self._scan(ck, state.position or "0-0", BIG_DELTA)
+        data = await self._table.changed(ck, state.position or "0-0", BIG_DELTA)
         if data is None:
             return True
         if data.num_rows > BIG_DELTA:
             return False
         self._apply_rows(state, data)
-        if data.num_rows > _LOAD_BATCH:
+        if data.num_rows > LOAD_BATCH:
             await asyncio.to_thread(give_back_freed_memory)
         return True
 
@@ -342,7 +295,7 @@ class ServingIndex:
         ns = _checked(namespaces, limit)
         q = np.asarray(vector, dtype=np.float32).reshape(-1)
         hits = [(p.ids[slot], cos) for p in self._parts(ns) for slot, cos in p.dense(q, limit, self.ivf)]
-        _best_first(hits)
+        best_first(hits)
         return [(i, min(1.0, max(-1.0, c))) for i, c in hits[:limit]]
 
     async def alexical(self, text: str, namespaces: list[str], limit: int, *,
@@ -353,7 +306,7 @@ class ServingIndex:
             return []
         hits = [(p.ids[slot], score) for p in self._parts(ns)
                 for slot, score in p.lexical_search(query_terms, limit, context)]
-        _best_first(hits)
+        best_first(hits)
         return hits[:limit]
 
     async def arows(self, ids: list[str], *, vectors: bool = False,
@@ -370,9 +323,7 @@ class ServingIndex:
             row = state.parts[at[0]].rows.get(at[1], mid)
             if row is None:
                 continue
-            # a row decoded from the arena is a fresh dict of exactly RESULT_COLUMNS: no copy needed
-            got = row if columns is RESULT_COLUMNS and len(row) == _N_RESULT and row.keys() == _RESULT_SET \
-                else {c: row[c] for c in columns if c in row}
+            got = row if _whole(row, columns) else {c: row[c] for c in columns if c in row}
             if vectors:
                 rows_slots = wanted.setdefault(at[0], ([], []))
                 rows_slots[0].append(got)
@@ -396,20 +347,17 @@ class ServingIndex:
             task.cancel()
         await asyncio.gather(*self._training, *([self._loading] if self._loading else []),
                              return_exceptions=True)
-        if self._db is not None:
-            self._db.close()
-            self._db = None
+        self._table.close()
         self._state = None
 
 
-def _best_first(hits: list[tuple[str, float]]) -> None:
-    """Sort (id, score) pairs as by the key (-score, id), with two C-level key sorts instead of a
-    Python one (the sort is stable, also with reverse=True: ties keep their id order)."""
-    hits.sort(key=_ID)
-    hits.sort(key=_SCORE, reverse=True)
+def _whole(row: dict[str, Any], columns: list[str]) -> bool:
+    """A row decoded from the arena is a fresh dict of exactly RESULT_COLUMNS: no copy needed."""
+    return columns is RESULT_COLUMNS and len(row) == _N_RESULT and row.keys() == _RESULT_SET
 
 
-_ID, _SCORE = itemgetter(0), itemgetter(1)
+_RESULT_SET = frozenset(RESULT_COLUMNS)
+_N_RESULT = len(_RESULT_SET)
 
 
 def _went_back(ck: Checkpoint, state: _State) -> bool:

@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+from operator import itemgetter
+
 import numpy as np
 
-__all__ = ["top_hits"]
+__all__ = ["best_first", "top_hits"]
+
+_ID, _SCORE = itemgetter(0), itemgetter(1)
+
+
+def best_first(hits: list[tuple[str, float]]) -> None:
+    """Sort (id, score) pairs as by the key (-score, id), with two C-level key sorts instead of a
+    Python one (the sort is stable, also with reverse=True: ties keep their id order)."""
+    hits.sort(key=_ID)
+    hits.sort(key=_SCORE, reverse=True)
 
 
 def top_hits(cand: np.ndarray | None, scores: np.ndarray, k: int) -> list[tuple[int, float]]:
