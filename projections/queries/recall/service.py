@@ -27,7 +27,7 @@
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -36,9 +36,10 @@ from events.clock import SystemClock
 from events.vocabulary import SHARED_NAMESPACE
 from projections.core.errors import InvalidQuery
 from projections.queries.recall.fusion import DEFAULT, FusionParams, fuse, lexically_blind, script_of
+from projections.queries.recall.hits import Candidate, RecallHit
 from projections.queries.recall.mmr import DEFAULT_DIVERSITY, mmr
 from projections.memories.reader import MAX_LIMIT, MemoriesReader, valid_namespaces
-from projections.memories.scores import DEFAULT_RANK_WEIGHT, Scores, ranked_score, scores_of
+from projections.memories.scores import DEFAULT_RANK_WEIGHT, ranked_score, scores_of
 from projections.models.query_vectors import QueryVectors
 from projections.serving.index import ServingIndex
 from projections.text.lexical import index_text, query_text, terms
@@ -88,65 +89,6 @@ class RecallRequest:
             raise InvalidQuery(f"importance_weight must be in [0, 1], got {self.importance_weight}")
         return RecallRequest(self.query, valid_namespaces(self.namespaces), self.top_k, self.min_score,
                              self.diversity, self.shared_fallback, self.context, self.importance_weight)
-
-
-@dataclass(frozen=True, slots=True)
-class RecallHit:
-    memory_id: str
-    content: str
-    score: float
-    namespace: str
-    category: str
-    tags: list[str] = field(default_factory=list)
-    source: str = ""
-    version: int = 1
-    timestamp: str = ""
-    freshness: str = "fresh"
-    similarity: float = 0.0
-    fallback: bool = False
-    warnings: tuple[str, ...] = ()
-    importance: float = 1.0
-    quality_score: float = 0.5
-    confidence: float = 0.5
-    expansion: str = ""          # "graph" when added by graph expansion
-    via: str = ""                # the hit it was reached from, and how
-
-
-@dataclass(slots=True)
-class Candidate:
-    row: dict[str, Any]
-    vector: np.ndarray
-    score: float
-    similarity: float
-    fallback: bool = False
-    scores: Scores | None = None
-    via: str = ""
-
-    def hit(self) -> RecallHit:
-        r = self.row
-        s = self.scores
-        freshness = s.freshness if s is not None else r.get("freshness", "fresh")
-        warnings = []
-        if freshness == "stale":
-            warnings.append("stale: this memory may be outdated; verify before relying on it")
-        if r.get("volatile_flag"):
-            warnings.append("volatile: corrected repeatedly; check what triggers its changes")
-        if r.get("quality_notice_at"):
-            warnings.append("low_quality: agents found it unhelpful; needs review")
-        if r.get("status") == "deprecated":
-            warnings.append("deprecated: marked outdated; the next forget run removes it")
-        if r.get("conflicts"):
-            warnings.append(f"conflict: contradicted by another memory (conflict {', '.join(r['conflicts'])}); "
-                            "see GET /api/v1/conflicts")
-        return RecallHit(memory_id=r["id"], content=r["content"], score=float(self.score), namespace=r["namespace"],
-                         category=r["category"], tags=list(r.get("tags") or []), source=r.get("source", ""),
-                         version=int(r.get("version", 1)), timestamp=r.get("timestamp", ""),
-                         freshness=freshness, similarity=float(self.similarity),
-                         fallback=self.fallback, warnings=tuple(warnings),
-                         importance=s.importance if s is not None else 1.0,
-                         quality_score=s.quality if s is not None else 0.5,
-                         confidence=s.confidence if s is not None else 0.5,
-                         expansion="graph" if self.via else "", via=self.via)
 
 
 class RecallService:
