@@ -68,6 +68,22 @@ class Digester:
         self._h.update(b"\n")
         self.rows += 1
 
+    def add_values(self, tag: str, values: Iterable[Any]) -> None:
+        """`add({"t": tag, "v": list(values)})`, the same bytes, for a row of SQL values: floats
+        rounded here, strings, ints and None as they are (anything else through `canonical`),
+        without `canonical`'s walk of the dict (a graph digest feeds ~750k rows at 100k events)."""
+        out: list[Any] = []
+        for x in values:
+            t = type(x)
+            if t is float:
+                r = round(x, FLOAT_PLACES)
+                out.append(0.0 if r == 0 else r)
+            elif t is str or t is int or x is None:
+                out.append(x)
+            else:
+                out.append(canonical(x))
+        self.add({"t": tag, "v": out}, canonicalize=False)
+
     def hexdigest(self) -> str:
         return self._h.hexdigest()
 

@@ -273,15 +273,15 @@ class GraphProjector(SqliteProjection):
             "SELECT conflict_id, edge_id, resolved_at FROM graph_conflicts ORDER BY conflict_id",
             cooccurs.DIGEST_SQL)
         for row in nodes:
-            d.add({"t": "node", "v": list(row)})
+            d.add_values("node", row)
         for row in edges:
-            d.add({"t": "edge", "v": list(row)})
+            d.add_values("edge", row)
         for row in recalls:
-            d.add({"t": "recalls", "v": list(row)})
+            d.add_values("recalls", row)
         for row in conflicts:
-            d.add({"t": "conflict", "v": list(row)})
+            d.add_values("conflict", row)
         for row in cooccur:
-            d.add({"t": "cooccur", "v": list(row)})
+            d.add_values("cooccur", row)
         return d.hexdigest()
 
 

@@ -78,3 +78,18 @@ def test_column_digests_round_floats_and_see_every_value() -> None:
     assert digest_columns({"id": [], "x": []}) != digest_columns({"id": []})
     with pytest.raises(ValueError):
         digest_columns({"id": ["a"], "x": []})
+
+
+def test_add_values_gives_the_bytes_of_add() -> None:
+    import random
+
+    from projections.core.digest import Digester
+
+    rng = random.Random(7)
+    pool = [None, 0, -3, 2**40, "", "节点", "a:b", 0.0, -0.0, 1e-9, -1e-9, 0.1234565, 2.5, 1 / 3, 7.0, [1.0000004, "x"]]
+    for _ in range(500):
+        row = tuple(rng.choice(pool) for _ in range(rng.randint(0, 8)))
+        a, b = Digester(), Digester()
+        a.add({"t": "edge", "v": list(row)})
+        b.add_values("edge", row)
+        assert a.hexdigest() == b.hexdigest(), row
