@@ -73,6 +73,26 @@ def private_redis(aof: bool = True, workdir: Path | None = None, binary: str | N
             shutil.rmtree(workdir, ignore_errors=True)
 
 
+def wait_healthy(port: int, proc: subprocess.Popen | None = None, *, timeout_s: float = 60, log: Path | None = None,
+                 what: str | None = None) -> None:
+    """Wait until the gateway on `port` answers /health with its Redis reachable; raise if `proc`
+    exits first (with the end of `log`, when given) or after `timeout_s`."""
+    what = what or f"gateway on {port}"
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1) as resp:
+                if json.load(resp)["redis"]:
+                    return
+        except OSError:
+            pass
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"{what} exited" + (f": {log.read_text()[-2000:]}" if log is not None else ""))
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{what} did not start")
+        time.sleep(0.2)
+
+
 @contextmanager
 def zhiyi_process(command: str, redis_url: str, data_dir: Path, admin_key: str, extra_env: dict | None = None):
     """Run `zhiyi <command>` (serve/up) on a free port; yields the base URL once healthy."""
@@ -85,16 +105,7 @@ def zhiyi_process(command: str, redis_url: str, data_dir: Path, admin_key: str, 
                              "--port", str(port)], cwd=ROOT, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            with urllib.request.urlopen(base + "/health", timeout=1) as resp:
-                if json.load(resp)["redis"]:
-                    break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"zhiyi {command} did not start")
-            time.sleep(0.2)
+    wait_healthy(port, proc, what=f"zhiyi {command}")
     try:
         yield base
     finally:
@@ -166,20 +177,28 @@ def _cpu_ticks() -> dict[tuple[str, str], int]:
         label = _process_label(pid)
         if label is None:
             continue
+        for tid, ticks in thread_ticks(int(pid)).items():
+            thread = "all" if label in ("redis", "bench client") else \
+                "main thread" if tid == int(pid) else "other threads"
+            key = (label, thread)
+            out[key] = out.get(key, 0) + ticks
+    return out
+
+
+def thread_ticks(pid: int) -> dict[int, int]:
+    """thread id -> user+system clock ticks, for each thread of process `pid` ({} once it is gone)."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return {}
+    out = {}
+    for tid in tids:
         try:
-            tids = os.listdir(f"/proc/{pid}/task")
+            stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
         except OSError:
             continue
-        for tid in tids:
-            try:
-                stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
-            except OSError:
-                continue
-            fields = stat[stat.rindex(")") + 2:].split()
-            thread = "all" if label in ("redis", "bench client") else \
-                "main thread" if tid == pid else "other threads"
-            key = (label, thread)
-            out[key] = out.get(key, 0) + int(fields[11]) + int(fields[12])
+        fields = stat[stat.rindex(")") + 2:].split()
+        out[int(tid)] = int(fields[11]) + int(fields[12])
     return out
 
 

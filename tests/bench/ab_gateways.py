@@ -24,13 +24,11 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
 
 import aiohttp
 
-from _harness import ROOT, free_port, private_redis  # noqa: E402
+from _harness import ROOT, free_port, private_redis, wait_healthy  # noqa: E402
 from recall import ADMIN, ingest, latency, query, throughput  # noqa: E402
 
 
@@ -42,18 +40,6 @@ def start(command: str, redis_url: str, data_dir: Path, env_extra: dict, port: i
     if port:
         argv += ["--port", str(port)]
     return subprocess.Popen(argv, cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
-def wait_healthy(port: int) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1) as resp:
-                if json.load(resp)["redis"]:
-                    return
-        except OSError:
-            time.sleep(0.2)
-    raise RuntimeError(f"gateway on {port} did not start")
 
 
 async def main(args) -> None:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import random
 import signal
@@ -25,13 +24,12 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 import aiohttp
 
-from _harness import ROOT, free_port, percentile, private_redis  # noqa: E402
-from recall import ADMIN, ingest, latency, one, query  # noqa: E402
+from _harness import ROOT, free_port, percentile, private_redis, thread_ticks, wait_healthy  # noqa: E402
+from recall import ADMIN, closed_loop, ingest, latency, query  # noqa: E402
 
 
 def start(command: str, redis_url: str, data_dir: Path, env_extra: dict, port: int | None, root: Path,
@@ -43,20 +41,6 @@ def start(command: str, redis_url: str, data_dir: Path, env_extra: dict, port: i
         argv += ["--port", str(port)]
     with open(log, "w") as out:
         return subprocess.Popen(argv, cwd=root, env=env, stdout=out, stderr=out)
-
-
-def wait_healthy(port: int, proc: subprocess.Popen, log: Path) -> None:
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"gateway on {port} exited: {log.read_text()[-2000:]}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1) as resp:
-                if json.load(resp)["redis"]:
-                    return
-        except OSError:
-            time.sleep(0.5)
-    raise RuntimeError(f"gateway on {port} did not start")
 
 
 def _children() -> dict[int, list[int]]:
@@ -75,17 +59,8 @@ def _children() -> dict[int, list[int]]:
 def _ticks(pid: int) -> dict[str, int]:
     """user+system ticks of a process: its first thread ('main') and the others ('other')."""
     out = {"main": 0, "other": 0}
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return out
-    for tid in tids:
-        try:
-            stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2:].split()
-        out["main" if int(tid) == pid else "other"] += int(fields[11]) + int(fields[12])
+    for tid, ticks in thread_ticks(pid).items():
+        out["main" if tid == pid else "other"] += ticks
     return out
 
 
@@ -118,22 +93,11 @@ class TreeMeter:
 
 
 async def window(s, base: str, h: dict, queries: list[str], label: str, concurrency: int, duration: float,
-                 meter_pids: dict[str, int]) -> tuple[float, dict]:
-    done, lat = 0, []
-    deadline = time.perf_counter() + duration
-    counter = iter(range(10 ** 9))
-
-    async def worker() -> None:
-        nonlocal done
-        while time.perf_counter() < deadline:
-            ms, _, _ = await one(s, base, h, queries[next(counter) % len(queries)], False)
-            lat.append(ms)
-            done += 1
-
+                 meter_pids: dict[str, int]) -> float:
     meter = TreeMeter(meter_pids)
-    t = time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
-    rate = done / (time.perf_counter() - t)
+    lat, elapsed = await closed_loop(s, base, h, queries, False, concurrency, duration)
+    done = len(lat)
+    rate = done / elapsed
     print(f"{label}: c={concurrency}: {rate:,.0f} recalls/s (p50 {percentile(lat, 50):.1f} ms, "
           f"p99 {percentile(lat, 99):.1f} ms)\n  {meter.report(done)}", flush=True)
     return rate
@@ -155,7 +119,7 @@ async def main(args) -> None:
                 procs.append(start("serve", url, data, {"ZHIYI_INSTANCE_ID": f"ab-recall-{k}"}, ports[k],
                                    Path(root).resolve(), log))
                 pids[k] = procs[-1].pid
-                wait_healthy(ports[k], procs[-1], log)
+                wait_healthy(ports[k], procs[-1], timeout_s=300, log=log)
             redis_pid = next((int(p) for p in os.listdir("/proc") if p.isdigit() and
                               f"127.0.0.1:{url.split(':')[2].split('/')[0]}".encode() in
                               Path(f"/proc/{p}/cmdline").read_bytes()), None) if Path("/proc").exists() else None

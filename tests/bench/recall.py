@@ -80,22 +80,29 @@ async def latency(s, base, h, queries: list[str], cache: bool, label: str) -> No
           f"(server took_ms p50 {percentile(took, 50):.2f}); cache hits {hits}")
 
 
-async def throughput(s, base, h, queries: list[str], cache: bool, label: str, concurrency: int,
-                     duration: float) -> None:
-    done, lat = 0, []
+async def closed_loop(s, base, h, queries: list[str], cache: bool, concurrency: int,
+                      duration: float) -> tuple[list[float], float]:
+    """`concurrency` clients recalling the queries in turn (each once before any repeats) for
+    `duration` seconds: (each recall's ms, the seconds they took)."""
+    lat: list[float] = []
     deadline = time.perf_counter() + duration
     counter = iter(range(10 ** 9))
 
     async def worker() -> None:
-        nonlocal done
         while time.perf_counter() < deadline:
             ms, _, _ = await one(s, base, h, queries[next(counter) % len(queries)], cache)
             lat.append(ms)
-            done += 1
 
-    t, cpu = time.perf_counter(), CpuMeter()
+    t = time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(concurrency)))
-    elapsed = time.perf_counter() - t
+    return lat, time.perf_counter() - t
+
+
+async def throughput(s, base, h, queries: list[str], cache: bool, label: str, concurrency: int,
+                     duration: float) -> None:
+    cpu = CpuMeter()
+    lat, elapsed = await closed_loop(s, base, h, queries, cache, concurrency, duration)
+    done = len(lat)
     print(f"{label}: c={concurrency}, {elapsed:.1f} s: {done / elapsed:,.0f} recalls/s "
           f"(p50 {percentile(lat, 50):.1f} ms, p99 {percentile(lat, 99):.1f} ms)")
     if meter := cpu.report(done):
