@@ -97,8 +97,8 @@ def wait_healthy(port: int, proc: subprocess.Popen | None = None, *, timeout_s: 
 def zhiyi_process(command: str, redis_url: str, data_dir: Path, admin_key: str, extra_env: dict | None = None):
     """Run `zhiyi <command>` (serve/up) on a free port; yields the base URL once healthy."""
     port = free_port()
-    env = dict(os.environ, REDIS_URL=redis_url, API_KEY=admin_key, OPENBLAS_NUM_THREADS="1",
-               ZHIYI_LOG_LEVEL="warning", ZHIYI_RATE_LIMITS="off", **(extra_env or {}))
+    env = {**os.environ, "REDIS_URL": redis_url, "API_KEY": admin_key, "OPENBLAS_NUM_THREADS": "1",
+           "ZHIYI_LOG_LEVEL": "warning", "ZHIYI_RATE_LIMITS": "off", **(extra_env or {})}
     print(f"zhiyi {command}: rate limits {'off' if env['ZHIYI_RATE_LIMITS'] == 'off' else 'on'} "
           f"(ZHIYI_RATE_LIMITS={env['ZHIYI_RATE_LIMITS'] or 'unset: the seed quotas'})", flush=True)
     proc = subprocess.Popen([sys.executable, "-m", "gateway.cli.main", command, "--data-dir", str(data_dir),
