@@ -6,13 +6,16 @@ recall throughput at 100k memories. Same CRDT semantics as the memory record's r
 (`projections.memories.record`): a G-counter per (memory, origin) and a max register for the last
 recall time, with per-origin high-water positions so a redelivered event counts once.
 
-Tables: `recalls(memory_id, origin, count, last_ms, change)`, `high_water(origin, position)`,
-`checkpoint`. Rows, high-water and checkpoint are written in ONE transaction.
+Tables: `recalls(memory_id, origin, count, last_ms)` (WITHOUT ROWID: one B-tree, the key's),
+`recall_changes(change, memory_id)`, `high_water(origin, position)`, `checkpoint`. Rows, changes,
+high-water and checkpoint are written in ONE transaction.
 
-`change` numbers the transactions: each batch writes `MAX(change) + 1` into the rows it touches,
-so a reader holding the totals in memory (`projections.activity.reader.RecallCounts`) re-reads
-only the memories changed since the last number it saw. It marks a change, not state: a replay
-in other batches numbers them differently, and the digest leaves it out.
+`recall_changes` numbers every memory a batch touches (appended: its pages are the table's last), so a
+reader holding the totals in memory (`projections.activity.reader.RecallCounts`) re-reads only the
+memories changed since the last number it saw; only the last RECALL_CHANGES_KEEP are kept (a reader
+further behind reads everything again). Schema 2 kept the number on the row, indexed: every recall
+rewrote three B-trees at random places, the most expensive part of folding a recall. It marks a
+change, not state: a replay in other batches numbers them differently, and the digest leaves it out.
 """
 
 from __future__ import annotations
@@ -28,12 +31,13 @@ from projections.core.digest import Digester
 from projections.activity.reader import DB_FILE
 from projections.core.sqlite_projection import SqliteProjection
 
-SCHEMA_VERSION = 2
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS recalls (
+SCHEMA_VERSION = 3
+RECALL_CHANGES_KEEP = 100_000
+_RECALLS = """CREATE TABLE IF NOT EXISTS {name} (
     memory_id TEXT NOT NULL, origin TEXT NOT NULL, count INTEGER NOT NULL, last_ms INTEGER NOT NULL,
-    change INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (memory_id, origin));
-CREATE INDEX IF NOT EXISTS idx_recalls_change ON recalls (change);
+    PRIMARY KEY (memory_id, origin)) WITHOUT ROWID;"""
+_SCHEMA = _RECALLS.format(name="recalls") + """
+CREATE TABLE IF NOT EXISTS recall_changes (change INTEGER PRIMARY KEY, memory_id TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS high_water (origin TEXT PRIMARY KEY, position TEXT NOT NULL);
 """
 
@@ -47,8 +51,20 @@ class ActivityProjector(SqliteProjection):
         super().__init__(directory, DB_FILE)
 
     def _migrate(self, conn: sqlite3.Connection, from_version: int) -> None:
-        if from_version < 2:  # version 1 had no change numbers: its rows read as change 0
-            conn.execute("ALTER TABLE recalls ADD COLUMN change INTEGER NOT NULL DEFAULT 0")
+        """Schemas 1 and 2 (a rowid table, schema 2 with an indexed change number on the row) -> 3, in one
+        transaction: the rows move to the WITHOUT ROWID table; change numbers start again (a reader
+        holding a later one reads everything again)."""
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute(_RECALLS.format(name="recalls_v3"))
+            conn.execute("INSERT INTO recalls_v3 SELECT memory_id, origin, count, last_ms FROM recalls")
+            conn.execute("DROP TABLE recalls")   # and its indexes
+            conn.execute("ALTER TABLE recalls_v3 RENAME TO recalls")
+            conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
 
     def _fold_batch(self, conn: sqlite3.Connection, events: list[Event]) -> None:
         """The batch's recalls summed per (memory, origin) in memory first, then one upsert per row: the
@@ -72,12 +88,15 @@ class ActivityProjector(SqliteProjection):
                     if ms > row[1]:
                         row[1] = ms
         if rows:
-            change = conn.execute("SELECT COALESCE(MAX(change), 0) + 1 FROM recalls").fetchone()[0]
             conn.executemany(
-                "INSERT INTO recalls (memory_id, origin, count, last_ms, change) VALUES (?, ?, ?, ?, ?) "
+                "INSERT INTO recalls (memory_id, origin, count, last_ms) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT (memory_id, origin) DO UPDATE SET count = count + excluded.count, "
-                "last_ms = MAX(last_ms, excluded.last_ms), change = excluded.change",
-                [(mid, origin, n, ms, change) for (mid, origin), (n, ms) in rows.items()])
+                "last_ms = MAX(last_ms, excluded.last_ms)",
+                [(mid, origin, n, ms) for (mid, origin), (n, ms) in rows.items()])
+            conn.executemany("INSERT INTO recall_changes (memory_id) VALUES (?)",
+                             [(mid,) for mid in dict.fromkeys(mid for mid, _ in rows)])
+            conn.execute("DELETE FROM recall_changes WHERE change <= (SELECT MAX(change) FROM recall_changes) - ?",
+                         (RECALL_CHANGES_KEEP,))
         if moved:
             conn.executemany("INSERT INTO high_water (origin, position) VALUES (?, ?) "
                              "ON CONFLICT (origin) DO UPDATE SET position = excluded.position", moved.items())

@@ -53,8 +53,8 @@ class ActivityReader(SqliteReader):
 
     def changed_since(self, change: int) -> tuple[dict[str, tuple[int, str]], int] | None:
         """(totals of the memories whose rows changed after `change`, the latest change number), read
-        in one snapshot; every total when `change` < 0. None while the database is missing, not
-        initialised, or of the schema before change numbers."""
+        in one snapshot; every total when `change` < 0 or older than the oldest number kept. None while
+        the database is missing, not initialised, or of a schema before `recall_changes`."""
         with self._lock:
             conn = self.connection()
             if conn is None:
@@ -62,18 +62,19 @@ class ActivityReader(SqliteReader):
             try:
                 conn.execute("BEGIN")
                 try:
-                    latest = conn.execute("SELECT COALESCE(MAX(change), 0) FROM recalls").fetchone()[0]
-                    if change < 0:
+                    first, latest = conn.execute("SELECT MIN(change), COALESCE(MAX(change), 0) "
+                                                 "FROM recall_changes").fetchone()
+                    if change < 0 or (first is not None and change < first - 1):   # numbers dropped since
                         rows = conn.execute("SELECT memory_id, SUM(count), MAX(last_ms) FROM recalls "
                                             "GROUP BY memory_id")
                     else:
                         rows = conn.execute("SELECT memory_id, SUM(count), MAX(last_ms) FROM recalls WHERE memory_id "
-                                            "IN (SELECT memory_id FROM recalls WHERE change > ?) GROUP BY memory_id",
+                                            "IN (SELECT memory_id FROM recall_changes WHERE change > ?) GROUP BY memory_id",
                                             (change,))
                     totals = {mid: (int(count), iso_from_ms(int(last)) if last else "") for mid, count, last in rows}
                 finally:
                     conn.execute("COMMIT")
-            except sqlite3.OperationalError:  # not initialised yet, or no change column (schema 1)
+            except sqlite3.OperationalError:  # not initialised yet, or no recall_changes (schemas 1-2, not migrated)
                 return None
             return totals, int(latest)
 

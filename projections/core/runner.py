@@ -22,6 +22,13 @@
 - Transient Redis errors (`events.redis.client.TRANSIENT_ERRORS`) are logged and retried with
   back-off (50 ms doubling to 2 s), so a runner resumes within ~2 s of Redis returning; the loop
   does not crash.
+- Tailing, a read that finds only recall audits (`RECALL_AUDIT`) is held up to `gather_s` (0: not) for
+  more to come — group commit: the gateway appends them every ~0.1 s, and a fold's fixed cost (a
+  transaction, a checkpoint, a publish per projector) dwarfs a recall's own share when the batches
+  are small. Any other event ends the wait at once (it and what came before are applied together),
+  as does reaching `batch_size`; only the audits' effects (recall counts, co-recall edges, metrics)
+  show that much later. What a batch folds to does not depend on its size, so the projections are
+  the same either way.
 - `projector.maintain()` (when it has one) runs at most every `maintain_every_s`, and only
   when something was applied since the previous run — or when the projector says upkeep is due
   (`upkeep_due()`: e.g. LanceDB versions its last run had to keep can be pruned now), also idle.
@@ -42,7 +49,7 @@ from events.errors import LogResetError
 from events.redis.client import RETRY_BACKOFF_MAX_S, TRANSIENT_ERRORS
 from events.redis.store import EventStore
 from projections.core.projector import (
-    Generational, Maintainable, Preparable, Projector, Skipping, after_checkpoint, generations,
+    RECALL_AUDIT, Generational, Maintainable, Preparable, Projector, Skipping, after_checkpoint, generations,
 )
 
 log = structlog.get_logger(__name__)
@@ -50,6 +57,8 @@ log = structlog.get_logger(__name__)
 TRANSIENT: tuple[type[BaseException], ...] = TRANSIENT_ERRORS
 
 Reader = Callable[[str | None], Awaitable[list[Event]]]
+Tail = Callable[[str | None, int], Awaitable[list[Event]]]   # (after, block ms) -> the events after it
+GATHER_BLOCK_STEP_MS = 50   # a gathering read's block rounded up to this: runners at one cursor share it
 SLOW_BATCH_MS = 100.0   # a batch that took longer is logged at info (the others at debug)
 
 
@@ -77,6 +86,7 @@ class ProjectionRunner:
     clock: Callable[[], float] = time.monotonic
     epoch: str | None = None          # the log the projection was folded from; None: not checked (scratch rebuilds)
     flush_every_s: float = 1.0        # a checkpoint moved past ignored events alone is stored at least this often
+    gather_s: float = 0.0             # tailing: hold a batch of recall audits alone this long for more (0: not)
     checkpoint: str | None = field(default=None, init=False)
     events_applied: int = field(default=0, init=False)
     _dirty: bool = field(default=False, init=False)
@@ -130,10 +140,13 @@ class ProjectionRunner:
         try:
             cursor = await self._start(stop)
 
-            async def read(after: str | None) -> list[Event]:
-                return await self.store.tail_checked(after, self.epoch, count=self.batch_size, block_ms=self.block_ms)
+            async def tail(after: str | None, block_ms: int) -> list[Event]:
+                return await self.store.tail_checked(after, self.epoch, count=self.batch_size, block_ms=block_ms)
 
-            await self._pump(read, cursor, stop)
+            async def read(after: str | None) -> list[Event]:
+                return await tail(after, self.block_ms)
+
+            await self._pump(read, cursor, stop, tail if self.gather_s > 0 else None)
             await self._store_behind(None)
             log.info("projection.stopped", projector=self.name, position=self.checkpoint)
         except LogResetError as exc:
@@ -156,16 +169,18 @@ class ProjectionRunner:
         log.info("projection.started", projector=self.name, position=cp)
         return cp
 
-    async def _pump(self, read: Reader, cursor: str | None, stop: asyncio.Event | None) -> str | None:
+    async def _pump(self, read: Reader, cursor: str | None, stop: asyncio.Event | None,
+                    gather: Tail | None = None) -> str | None:
         """Consume batches in order; a producer reads (and prepares) up to `prefetch` batches ahead.
 
-        With `stop` (tailing) an empty read means "idle, read again"; without, "caught up".
+        With `stop` (tailing) an empty read means "idle, read again"; without, "caught up". `gather`:
+        how a batch of recall audits alone waits for more (see the module doc).
         """
         self._tailing = stop is not None
         queue: asyncio.Queue[_Item] = asyncio.Queue()
         slots = asyncio.Semaphore(self.prefetch + 1)  # the batch being applied + those read ahead
         halt = asyncio.Event()
-        producer = asyncio.ensure_future(self._produce(read, cursor, halt, queue, slots))
+        producer = asyncio.ensure_future(self._produce(read, cursor, halt, queue, slots, gather))
         watcher = asyncio.ensure_future(self._watch(stop, queue)) if stop is not None else None
         try:
             while True:
@@ -214,7 +229,7 @@ class ProjectionRunner:
         await asyncio.gather(*pending, return_exceptions=True)
 
     async def _produce(self, read: Reader, cursor: str | None, halt: asyncio.Event,
-                       queue: asyncio.Queue[_Item], slots: asyncio.Semaphore) -> None:
+                       queue: asyncio.Queue[_Item], slots: asyncio.Semaphore, gather: Tail | None) -> None:
         try:
             while not halt.is_set():
                 await slots.acquire()
@@ -222,6 +237,8 @@ class ProjectionRunner:
                     return
                 after = cursor
                 batch = await self._retry(lambda: read(after), "read", halt)
+                if gather is not None and batch and _audits_only(batch):
+                    batch = await self._gathered(gather, batch, halt)
                 if halt.is_set():
                     return
                 if not batch:
@@ -236,6 +253,22 @@ class ProjectionRunner:
             raise
         except Exception as exc:  # handed to the consumer, which raises it in order
             queue.put_nowait(_Item("error", error=exc))
+
+    async def _gathered(self, tail: Tail, batch: list[Event], halt: asyncio.Event) -> list[Event]:
+        """`batch` (recall audits alone) and what follows it within `gather_s`: until another kind of
+        event comes (kept, it ends the wait), `batch_size` events, or the time is up."""
+        deadline = self.clock() + self.gather_s
+        while len(batch) < self.batch_size and not halt.is_set():
+            left_ms = int((deadline - self.clock()) * 1000)
+            if left_ms <= 0:
+                break
+            block_ms = min(self.block_ms, -(-left_ms // GATHER_BLOCK_STEP_MS) * GATHER_BLOCK_STEP_MS)
+            after = batch[-1].position
+            more = await self._retry(lambda: tail(after, block_ms), "read", halt)
+            batch = batch + more
+            if more and not _audits_only(more):
+                break
+        return batch
 
     @staticmethod
     async def _watch(stop: asyncio.Event, queue: asyncio.Queue[_Item]) -> None:
@@ -334,3 +367,7 @@ class ProjectionRunner:
                             error=f"{type(exc).__name__}: {exc}", retry_in_s=delay)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, self.backoff_max_s)
+
+
+def _audits_only(batch: list[Event]) -> bool:
+    return all(e.type in RECALL_AUDIT for e in batch)

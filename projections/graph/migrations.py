@@ -83,6 +83,17 @@ def split_cooccurs(conn: sqlite3.Connection) -> None:
         conn.execute("DELETE FROM graph_links WHERE relation_type = 'CO_OCCURS'")
 
 
+def lean_recalls(conn: sqlite3.Connection) -> None:
+    """Schema 3 -> 4: `graph_recalls` (each memory's recall count) becomes a WITHOUT ROWID table, its rows kept."""
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'graph_recalls'").fetchone() is None:
+        return
+    with _migrating(conn, 4):
+        conn.execute("CREATE TABLE graph_recalls_v4 (memory_id TEXT PRIMARY KEY, count INTEGER NOT NULL) WITHOUT ROWID")
+        conn.execute("INSERT INTO graph_recalls_v4 SELECT memory_id, count FROM graph_recalls")
+        conn.execute("DROP TABLE graph_recalls")
+        conn.execute("ALTER TABLE graph_recalls_v4 RENAME TO graph_recalls")
+
+
 def _statements(script: str) -> list[str]:
     """The statements of a schema script, one by one (`executescript` would commit the transaction)."""
     out, part = [], ""

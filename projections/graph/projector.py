@@ -43,13 +43,14 @@ from projections.core.digest import Digester
 from projections.text.entities import extract
 from projections.graph import cooccurs
 from projections.graph.cooccurs import CO_RECALL_TOP, COOCCURS_SCHEMA, co_recalled
-from projections.graph.migrations import scope_episodes, split_cooccurs
+from projections.graph.migrations import lean_recalls, scope_episodes, split_cooccurs
 from projections.graph.schema import DB_FILE, GRAPH_SCHEMA
 from projections.core.sqlite_projection import SqliteProjection
 
 #: 2: episode nodes are scoped to the namespace (`episode:<namespace>:<id>`, was `episode:<id>`).
 #: 3: CO_OCCURS edges in `graph_cooccurs` (with their last co-recall), `graph_edges` a view.
-SCHEMA_VERSION = 3
+#: 4: `graph_recalls` WITHOUT ROWID (one B-tree, not a table and its key's index: each recall writes five).
+SCHEMA_VERSION = 4
 LABEL_CHARS = 120
 REFERENCE_WEIGHT = 0.5
 DEPENDS_WEIGHT = 1.0
@@ -59,7 +60,7 @@ DERIVED_WEIGHT = 1.0
 PROJECTION_SCHEMA = GRAPH_SCHEMA + """
 DROP INDEX IF EXISTS idx_edges_source;
 DROP INDEX IF EXISTS idx_edges_target;
-CREATE TABLE IF NOT EXISTS graph_recalls (memory_id TEXT PRIMARY KEY, count INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS graph_recalls (memory_id TEXT PRIMARY KEY, count INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS graph_conflicts (conflict_id TEXT PRIMARY KEY, edge_id TEXT NOT NULL,
     resolved_at TEXT);
 """ + COOCCURS_SCHEMA
@@ -100,6 +101,8 @@ class GraphProjector(SqliteProjection):
             scope_episodes(conn)
         if from_version < 3:
             split_cooccurs(conn)
+        if from_version < 4:
+            lean_recalls(conn)
 
     def _fold_batch(self, conn: sqlite3.Connection, events: list[Event]) -> None:
         recalls: list[tuple[list[str], str]] = []   # recall.served not folded yet, folded together

@@ -2,7 +2,7 @@
 projector, at the batch sizes the live runner sees (a script, not a pytest test).
 
     OPENBLAS_NUM_THREADS=1 .venv/bin/python tests/bench/audit_cost.py [--memories 20000] [--recalls 3000]
-        [--batches 1,16,256] [--repeat 1] [--live 16]
+        [--batches 1,16,256] [--repeat 1] [--live 250] [--gather 0.3]
 
 In this process, over a redis-server it starts on a free port: --memories `memory.committed` in 4
 namespaces are appended and folded by every live projector (registry.make_projectors, not measured),
@@ -19,9 +19,11 @@ system's live tail (one recall, one batch); at c=16 the runner finds about 16 ne
 embedder is a deterministic hash (recalls embed nothing here). Rate limits play no part (no HTTP).
 --repeat N folds each batch size N times and keeps the least (the machine's noise only ever adds).
 
-Then (--live 16; 0: not) the live tail: every runner tailing the log at once (`run`, as the RunnerSet
-runs them) while --recalls more recalls are appended in bursts of 16, each burst once all runners
-published the one before (about what c=16 recalls give): the CPU of this process less the appends' own.
+Then (--live RATE; 0: not) the live tail: every runner tailing the log at once (`run`, as the RunnerSet
+runs them, with its group commit of recall audits: --gather seconds, the RunnerSet's by default) while
+--recalls more recalls arrive at RATE a second, appended every 0.1 s as the gateway's audit writer
+appends them (gateway.http.audit): the CPU of this process from the first append until every runner
+published the last, less the appends' own (the same appends timed alone).
 """
 
 from __future__ import annotations
@@ -51,10 +53,13 @@ from events.redis.client import connect  # noqa: E402
 from events.redis.store import EventStore  # noqa: E402
 from projections.core.registry import make_projectors  # noqa: E402
 from projections.core.runner import ProjectionRunner  # noqa: E402
+from projections.core.runner_set import AUDIT_GATHER_S  # noqa: E402
 from projections.models.cached_embedder import CachedEmbedder  # noqa: E402
 from tests.fixture_log import FixtureEmbedder  # noqa: E402
 
 NAMESPACES = ["shared", "alice-main", "bob-main", "hermes-main"]
+REST_S = 2.0             # the live runners' CPU at rest is measured this long before the recalls
+AUDIT_INTERVAL_S = 0.1   # gateway.http.audit.AuditWriter's interval_s: how often the gateway appends its audits
 WORDS = ["deploy", "backup", "disk", "invoice", "editor", "cluster", "release", "budget", "audit", "search",
          "部署", "备份", "磁盘", "发票", "集群", "预算"]
 
@@ -88,10 +93,11 @@ async def _fold_together(store: EventStore, root: Path, embedder, batch_size: in
     return spent
 
 
-async def _tail_live(store: EventStore, root: Path, embedder, bursts: list[list[Event]], append_s: float) -> float:
+async def _tail_live(store: EventStore, root: Path, embedder, recalls: list[Event], rate: float, gather_s: float,
+                     append_s: float) -> float:
     """CPU seconds for every projector's runner tailing the log (`run`, all at once on one store, as live)
-    while `bursts` are appended one after the other, each once every runner has published the one before:
-    the process's CPU over the bursts less `append_s` (what appending them costs alone)."""
+    while `recalls` are appended at `rate` a second in appends every AUDIT_INTERVAL_S, until every runner
+    published the last: the process's CPU less `append_s` (what those appends cost alone)."""
     store = EventStore(store.redis, origin=store.origin, epoch=store.epoch)
     projectors = make_projectors(root, embedder)
     reached: dict[str, str] = {}
@@ -103,22 +109,35 @@ async def _tail_live(store: EventStore, root: Path, embedder, bursts: list[list[
         if all(positions.reached(reached.get(p.name), want[0]) for p in projectors):
             caught_up.set()
 
-    runners = [ProjectionRunner(store, p, notify=notify, epoch=store.epoch, maintain_every_s=float("inf"))
-               for p in projectors]
+    runners = [ProjectionRunner(store, p, notify=notify, epoch=store.epoch, maintain_every_s=float("inf"),
+                                gather_s=gather_s) for p in projectors]
     stop = asyncio.Event()
     tasks = [asyncio.create_task(r.run(stop)) for r in runners]
     await caught_up.wait()   # what the log held already (not measured)
     t0 = time.process_time()
-    for burst in bursts:
+    await asyncio.sleep(REST_S)
+    print(f"  live runners at rest: {(time.process_time() - t0) * 1000 / REST_S:.1f} ms of CPU a second", flush=True)
+    loop = asyncio.get_running_loop()
+    t0 = time.process_time()
+    due = loop.time()
+    for chunk in _appends(recalls, rate):
         caught_up.clear()
-        want[0] = (await store.append(burst)).position
-        await caught_up.wait()
+        want[0] = (await store.append(chunk)).position
+        due += AUDIT_INTERVAL_S
+        await asyncio.sleep(max(0.0, due - loop.time()))
+    await caught_up.wait()
     spent = time.process_time() - t0 - append_s
     stop.set()
     await asyncio.gather(*tasks)
     for p in projectors:
         await p.close()
     return spent
+
+
+def _appends(recalls: list[Event], rate: float) -> list[list[Event]]:
+    """`recalls` cut as the gateway's audit writer appends them at `rate` recalls a second."""
+    per = max(1, round(rate * AUDIT_INTERVAL_S))
+    return [recalls[at:at + per] for at in range(0, len(recalls), per)]
 
 
 async def bench(args: argparse.Namespace, work: Path, url: str) -> None:
@@ -168,23 +187,25 @@ async def bench(args: argparse.Namespace, work: Path, url: str) -> None:
             shutil.rmtree(copy, ignore_errors=True)
     live: float | None = None
     if args.live:   # after the catch-ups: its recalls lengthen the log
-        def recall(i: int) -> Event:
-            ns = NAMESPACES[i % 4]
-            return new_event(RecallServed(" ".join(rng.sample(WORDS, 5)), (ns,), tuple(rng.sample(by_ns[ns][-5000:], 10)),
-                                          tuple(round(0.9 - k * 0.05, 3) for k in range(10))), ns=ns, agent=ns.split("-")[0])
-
-        def bursts() -> list[list[Event]]:
-            return [[recall(i) for i in range(at, at + args.live)] for at in range(0, args.recalls, args.live)]
+        def recalls() -> list[Event]:
+            out = []
+            for i in range(args.recalls):
+                ns = NAMESPACES[i % 4]
+                out.append(new_event(RecallServed(" ".join(rng.sample(WORDS, 5)), (ns,),
+                                                  tuple(rng.sample(by_ns[ns][-5000:], 10)),
+                                                  tuple(round(0.9 - k * 0.05, 3) for k in range(10))),
+                                     ns=ns, agent=ns.split("-")[0]))
+            return out
 
         for _ in range(args.repeat):
-            alone = bursts()
+            alone = _appends(recalls(), args.live)
             t0 = time.process_time()
-            for burst in alone:
-                await store.append(burst)
+            for chunk in alone:
+                await store.append(chunk)
             append_s = time.process_time() - t0
             copy = work / "live"
             shutil.copytree(base, copy)
-            spent = await _tail_live(store, copy, embedder, bursts(), append_s)
+            spent = await _tail_live(store, copy, embedder, recalls(), args.live, args.gather, append_s)
             live = spent if live is None else min(live, spent)
             shutil.rmtree(copy, ignore_errors=True)
     names = list(rows[args.batches[0]])
@@ -196,8 +217,9 @@ async def bench(args: argparse.Namespace, work: Path, url: str) -> None:
     print(f"{'together':<14}" + "".join(f"{together[s] * 1000 / args.recalls:>12.3f}" for s in args.batches)
           + "   (the runners at once on one store, as live)")
     if live is not None:
-        print(f"live tail: {live * 1000 / args.recalls:.3f} ms per recall.served with the runners tailing (run, "
-              f"as live) while recalls are appended {args.live} at a time (the appends' own CPU taken out)")
+        print(f"live tail: {live * 1000 / args.recalls:.3f} ms per recall.served with the runners tailing (run, as "
+              f"live, audits gathered up to {args.gather:g} s) while {args.live:g} recalls a second are appended every "
+              f"{AUDIT_INTERVAL_S:g} s (the appends' own CPU taken out)")
     print("target (issue 19): total <= 0.5 ms at the batch sizes of c=16 recalls (about 16)")
     await redis.aclose()
 
@@ -208,7 +230,9 @@ def main() -> int:
     parser.add_argument("--recalls", type=int, default=3_000)
     parser.add_argument("--batches", type=lambda s: [int(x) for x in s.split(",")], default=[1, 16, 256])
     parser.add_argument("--repeat", type=int, default=1, help="fold each batch size this often, keep the least")
-    parser.add_argument("--live", type=int, default=16, help="then tail live bursts of this many recalls (0: no)")
+    parser.add_argument("--live", type=float, default=250.0, help="then tail recalls arriving at this rate a second (0: no)")
+    parser.add_argument("--gather", type=float, default=AUDIT_GATHER_S,
+                        help="the live runners' group commit of recall audits, seconds (0: none)")
     args = parser.parse_args()
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(30))
     work = Path(tempfile.mkdtemp(prefix="zhiyi-bench-audit-"))

@@ -185,7 +185,7 @@ async def test_a_schema_2_graph_is_migrated_at_start_and_folds_on(tmp_path: Path
     # started: migrated before any event, to what schema 3 folds from the log; the log's numbering goes on
     p = GraphProjector(tmp_path / "g")
     await p.load_checkpoint()
-    assert _rows(tmp_path / "g", "PRAGMA user_version") == [(3,)]
+    assert _rows(tmp_path / "g", "PRAGMA user_version") == [(4,)]
     assert await p.digest() == SCHEMA_2_HALF_DIGEST
     assert _rows(tmp_path / "g", "SELECT name FROM sqlite_master WHERE name IN ('graph_cooccur', 'cooccurs_log_insert', "
                                  "'cooccurs_log_update', 'cooccurs_log_delete')") == []
@@ -229,3 +229,26 @@ async def test_recalls_fold_late_only_past_events_they_commute_with(tmp_path: Pa
     assert await _fold(tmp_path / "all", events, len(events)) == one_by_one
     for i in range(len(events)):   # a batch may start anywhere
         assert await _fold(tmp_path / f"at{i}", events[:i] + events[i:], max(1, i)) == one_by_one
+
+
+async def test_a_schema_3_graph_gets_lean_recall_counts_at_start(tmp_path: Path) -> None:
+    log = _log()
+    half = len(log) // 2
+    assert await _fold(tmp_path / "g", log[:half], 2000) == SCHEMA_2_HALF_DIGEST
+    conn = sqlite3.connect(tmp_path / "g" / DB_FILE)   # graph_recalls as schema 3 stored it: a rowid table
+    conn.executescript("CREATE TABLE old (memory_id TEXT PRIMARY KEY, count INTEGER NOT NULL);"
+                       "INSERT INTO old SELECT * FROM graph_recalls; DROP TABLE graph_recalls;"
+                       "ALTER TABLE old RENAME TO graph_recalls; PRAGMA user_version = 3;")
+    conn.close()
+    counts = _rows(tmp_path / "g", "SELECT * FROM graph_recalls ORDER BY memory_id")
+    assert len(counts) > 10
+    p = GraphProjector(tmp_path / "g")
+    await p.load_checkpoint()
+    assert _rows(tmp_path / "g", "PRAGMA user_version") == [(4,)]
+    assert _rows(tmp_path / "g", "SELECT sql FROM sqlite_master WHERE name = 'graph_recalls'")[0][0] \
+        .endswith("WITHOUT ROWID")
+    assert _rows(tmp_path / "g", "SELECT * FROM graph_recalls ORDER BY memory_id") == counts
+    assert await p.digest() == SCHEMA_2_HALF_DIGEST
+    await p.apply(log[half:])
+    assert await p.digest() == SCHEMA_2_DIGEST
+    await p.close()

@@ -87,7 +87,7 @@ async def test_recall_counts_in_memory_follow_the_projection_by_change_numbers(t
     await p.apply([served("a", "c").placed(position="2-0", hlc="2:0:n", origin="local")])
     assert counts.recalls(["a"])["a"][0] == 1        # not refreshed yet (max_age): the older total
     changed, latest = reader.changed_since(counts._change)
-    assert set(changed) == {"a", "c"} and latest == 2  # only the memories the new batch touched
+    assert set(changed) == {"a", "c"} and latest == 4  # only the memories the new batch touched (numbers 3, 4)
     await counts.refresh()
     got = counts.recalls(["a", "b", "c"])
     assert {k: v[0] for k, v in got.items()} == {"a": 2, "b": 1, "c": 1}
@@ -137,5 +137,60 @@ async def test_a_schema_1_database_is_migrated_and_read_through_until_then(tmp_p
     await counts.refresh()
     assert counts.loaded and counts.recalls(["a"])["a"][0] == 5
     await counts.close()
+    reader.close()
+    await p.close()
+
+
+async def test_a_schema_2_database_is_migrated_with_its_counts_and_digest(tmp_path: Path) -> None:
+    conn = sqlite3.connect(tmp_path / "activity.db")
+    conn.executescript("CREATE TABLE recalls (memory_id TEXT NOT NULL, origin TEXT NOT NULL, count INTEGER NOT NULL, "
+                       "last_ms INTEGER NOT NULL, change INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (memory_id, origin));"
+                       "CREATE INDEX idx_recalls_change ON recalls (change);"
+                       "CREATE TABLE high_water (origin TEXT PRIMARY KEY, position TEXT NOT NULL);"
+                       "CREATE TABLE checkpoint (projector TEXT PRIMARY KEY, position TEXT NOT NULL);"
+                       "INSERT INTO recalls VALUES ('a', 'local', 4, 1000, 7), ('b', 'local', 1, 900, 7);"
+                       "INSERT INTO high_water VALUES ('local', '4-0'); PRAGMA user_version=2;")
+    conn.commit()
+    conn.close()
+    fresh = ActivityProjector(tmp_path / "fresh")   # the same counts folded by schema 3
+    await fresh.apply([served(*ids).placed(position=f"{i + 1}-0", hlc=f"{ms}:0:n", origin="local")
+                       for i, (ids, ms) in enumerate([(("a", "b"), 900), (("a",), 1000), (("a",), 1000),
+                                                      (("a",), 1000)])])
+    migrated = ActivityProjector(tmp_path)
+    await migrated.apply([])
+    await migrated.apply([served("a").placed(position="3-0", hlc="3:0:n", origin="local")])   # counted already
+    assert await migrated.digest() == await fresh.digest()
+    conn = sqlite3.connect(tmp_path / "activity.db")
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+    assert conn.execute("SELECT sql FROM sqlite_master WHERE name = 'recalls'").fetchone()[0].endswith("WITHOUT ROWID")
+    assert conn.execute("SELECT COUNT(*) FROM sqlite_master WHERE name = 'idx_recalls_change'").fetchone()[0] == 0
+    conn.close()
+    reader = ActivityReader(tmp_path)
+    counts = RecallCounts(reader, max_age_s=0)
+    await counts.refresh()
+    assert counts.loaded and counts.recalls(["a", "b"]) == reader.recalls(["a", "b"])
+    assert counts.recalls(["a"])["a"][0] == 4
+    await counts.close()
+    reader.close()
+    await migrated.close()
+    await fresh.close()
+
+
+async def test_a_reader_behind_the_kept_change_numbers_reads_every_total(tmp_path: Path, monkeypatch) -> None:
+    from projections.activity import projector as activity
+    monkeypatch.setattr(activity, "RECALL_CHANGES_KEEP", 3)
+    p = ActivityProjector(tmp_path)
+    reader = ActivityReader(tmp_path)
+    await p.apply([served("a").placed(position="1-0", hlc="1:0:n", origin="local")])
+    totals, seen = reader.changed_since(-1)
+    assert set(totals) == {"a"} and seen == 1
+    await p.apply([served("b", "c", "d").placed(position="2-0", hlc="2:0:n", origin="local")])
+    changed, latest = reader.changed_since(seen)
+    assert latest == 4 and set(changed) == {"b", "c", "d"}   # 2-4 kept: only what changed after 1
+    await p.apply([served("e", "f").placed(position="3-0", hlc="3:0:n", origin="local")])
+    changed, latest = reader.changed_since(seen)              # 4-6 kept, 2 and 3 gone: every total
+    assert latest == 6 and set(changed) == {"a", "b", "c", "d", "e", "f"}
+    changed, _ = reader.changed_since(3)
+    assert set(changed) == {"d", "e", "f"}
     reader.close()
     await p.close()

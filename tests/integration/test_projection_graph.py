@@ -191,7 +191,7 @@ async def test_one_episode_id_in_two_namespaces_is_two_episode_nodes_and_schema_
     conn.close()
     migrated = GraphProjector(old)
     await migrated.apply(await append(store, commit("s3", "Postgres stores orders")))
-    assert rows(old, "PRAGMA user_version") == [{"user_version": 3}]
+    assert rows(old, "PRAGMA user_version") == [{"user_version": 4}]
     again = await project(store, tmp_path / "again")
     assert await migrated.digest() == await again.digest() != want  # as if built by schema 3 (plus s3)
     await migrated.close()

@@ -332,3 +332,59 @@ async def test_an_idle_runner_maintains_when_upkeep_is_due(store, tmp_path: Path
     stop.set()
     await task
     assert p.maintained == 1   # done once: no longer due
+
+
+class SizedApply:
+    """The activity projector (it folds recall.served), recording the size of every batch applied."""
+
+    def __new__(cls, directory: Path):
+        from projections.activity.projector import ActivityProjector
+
+        class Sized(ActivityProjector):
+            sizes: list[int] = []
+
+            async def apply(self, events) -> None:
+                self.sizes.append(len(events))
+                await super().apply(events)
+
+        p = Sized(directory)
+        p.sizes = []
+        return p
+
+
+async def test_tailing_recall_audits_alone_wait_for_more_and_anything_else_ends_the_wait(
+        store, tmp_path: Path) -> None:
+    """gather_s: a batch of recall.served alone is held for more (one fold for several audit appends);
+    another kind of event is folded at once with what came before it; stopping mid-wait loses nothing."""
+    p = SizedApply(tmp_path / "a")
+    runner = ProjectionRunner(store, p, block_ms=1000, gather_s=1.5)
+    stop = asyncio.Event()
+    task = asyncio.create_task(runner.run(stop))
+    started = asyncio.get_running_loop().time()
+    for ids in (("m0", "m1"), ("m1",), ("m2",)):   # three audit appends, 0.1 s apart
+        last = (await store.append([recall_served(*ids)])).position
+        await asyncio.sleep(0.1)
+    await eventually(lambda: _at_activity(store, last), timeout_s=10, what="the audits folded")
+    assert p.sizes == [3]                                                   # one fold, after the wait
+    assert asyncio.get_running_loop().time() - started >= 1.4
+
+    await store.append([recall_served("m3")])
+    await asyncio.sleep(0.1)
+    commit_at = asyncio.get_running_loop().time()
+    ends = (await append_n(store, 0, 1))[-1]
+    await eventually(lambda: _at_activity(store, ends), what="the commit folded")
+    assert asyncio.get_running_loop().time() - commit_at < 1.0             # not held for gather_s
+    assert p.sizes == [3, 2]                                                # the audit and the commit together
+
+    held = (await store.append([recall_served("m4")])).position
+    await asyncio.sleep(0.3)
+    stop.set()
+    await asyncio.wait_for(task, 2.0)                                       # stops mid-wait
+    assert not await _at_activity(store, held) and p.sizes == [3, 2]
+    await ProjectionRunner(store, p).catch_up()                             # the held audit is read again
+    assert p.sizes == [3, 2, 1] and await p.load_checkpoint() == held
+    await p.close()
+
+
+async def _at_activity(store, position: str) -> bool:
+    return positions.reached(await store.checkpoint("activity"), position)
