@@ -264,14 +264,15 @@ class EventStore(WriteSideIndexes):
     async def tail_checked(self, after: str | None, epoch: str | None, *, count: int = 500,
                            block_ms: int = 1000) -> list[Event]:
         """`check_not_reset(after, epoch)`, then `tail(after, ...)`: one round trip. Callers asking for the
-        same tail while one is in flight share it (an XREAD BLOCK answers as soon as anything after `after`
-        is appended, so its answer, empty or not, is as good as their own)."""
+        same tail while one is in flight share it, whatever their `block_ms` (an XREAD BLOCK answers as soon
+        as anything after `after` is appended, so its answer, empty or not, is as good as their own; an
+        empty one may come sooner or later than their own block would have)."""
 
         def tail() -> Awaitable[list[Event]]:
             return self._checked(after, epoch, lambda pipe: pipe.xread({keys.STREAM: after or "0-0"}, count=count,
                                                                        block=block_ms), xread=True)
 
-        return (await self._shared(("tail", after, epoch, count, block_ms), tail))[0]
+        return (await self._shared(("tail", after, epoch, count), tail))[0]
 
     async def _shared(self, key: tuple[Any, ...], read: Callable[[], Awaitable[list[Event]]]) -> tuple[list[Event], bool]:
         """(`read()`'s events, whether they came from an identical read already in flight). Each caller

@@ -58,7 +58,6 @@ TRANSIENT: tuple[type[BaseException], ...] = TRANSIENT_ERRORS
 
 Reader = Callable[[str | None], Awaitable[list[Event]]]
 Tail = Callable[[str | None, int], Awaitable[list[Event]]]   # (after, block ms) -> the events after it
-GATHER_BLOCK_STEP_MS = 50   # a gathering read's block rounded up to this: runners at one cursor share it
 SLOW_BATCH_MS = 100.0   # a batch that took longer is logged at info (the others at debug)
 
 
@@ -262,9 +261,8 @@ class ProjectionRunner:
             left_ms = int((deadline - self.clock()) * 1000)
             if left_ms <= 0:
                 break
-            block_ms = min(self.block_ms, -(-left_ms // GATHER_BLOCK_STEP_MS) * GATHER_BLOCK_STEP_MS)
             after = batch[-1].position
-            more = await self._retry(lambda: tail(after, block_ms), "read", halt)
+            more = await self._retry(lambda: tail(after, min(self.block_ms, left_ms)), "read", halt)
             batch = batch + more
             if more and not _audits_only(more):
                 break

@@ -271,6 +271,7 @@ async def recall_figures(s: aiohttp.ClientSession, base: str, h: dict, extra: di
         rest_rate = (sum(pid_cpu_s(p) for p in projectors) - rest0) / (time.perf_counter() - t)
         if rest_rate <= 0.02 or time.perf_counter() - waited > 300:
             break
+    print(f"    c=16 burst, {args.seconds:g} s ({'include_namespaces' if extra else 'default scope'}) ...", flush=True)
     cpu0 = (sum(pid_cpu_s(p) for p in projectors), pid_cpu_s(gateway))
     length0, done, lat16 = await store.length(), 0, []
     deadline, counter = time.perf_counter() + args.seconds, iter(range(10 ** 9))
@@ -286,6 +287,7 @@ async def recall_figures(s: aiohttp.ClientSession, base: str, h: dict, extra: di
     elapsed = time.perf_counter() - t
     out.update(c16=done / elapsed, c16_p50=percentile(lat16, 50), load_c16=os.getloadavg()[0])
     await _audits_folded(store, length0, done)
+    print("    ... its audits folded", flush=True)
     cpu1, spent = (sum(pid_cpu_s(p) for p in projectors), pid_cpu_s(gateway)), time.perf_counter() - t
     out.update(proj_cpu_raw_ms=(cpu1[0] - cpu0[0]) * 1000 / done, gw_cpu_ms=(cpu1[1] - cpu0[1]) * 1000 / done,
                proj_rest_ms_per_s=rest_rate * 1000, audits=await store.length() - length0,

@@ -141,9 +141,10 @@ async def test_checked_reads_check_the_log_and_read_in_one_round_trip(store):
 
 
 async def test_identical_tails_in_flight_share_one_xread_and_its_decoding(store, redis):
+    """Whatever their block (a runner gathering recall audits blocks for what is left of its wait)."""
     last = (await store.append([committed("m0")])).position
     before = await _calls(redis, "xread")
-    tails = [asyncio.create_task(store.tail_checked(last, store.epoch, block_ms=2000)) for _ in range(5)]
+    tails = [asyncio.create_task(store.tail_checked(last, store.epoch, block_ms=2000 + 100 * i)) for i in range(5)]
     await asyncio.sleep(0.05)
     await store.append([committed("m1")])
     got = await asyncio.wait_for(asyncio.gather(*tails), 3)
