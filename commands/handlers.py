@@ -131,28 +131,35 @@ class CommandService:
     make_api_key: Callable[[], str] = new_api_key
     conflicts: ConflictDetector | None = None   # None: commits are not checked for contradictions
     # An agent's namespaces never change, so they are cached in-process. Its key can (rotated,
-    # revoked): every lookup asks Redis, so an old key is refused at once by every gateway; the last
-    # answers are kept only to go on serving while Redis cannot be reached.
+    # revoked): a lookup asks Redis unless the caller read the keys' version (AGENT_KEYS_VERSION, which
+    # every key write changes) after its request arrived and the answer kept was read at that version,
+    # so an old key is refused at once by every gateway; the last answers also serve while Redis cannot
+    # be reached.
     _agents: dict[str, Actor] = field(default_factory=dict, init=False, repr=False)
-    _key_hashes: dict[str, str] = field(default_factory=dict, init=False, repr=False)
+    _key_hashes: dict[str, tuple[str, str | None]] = field(default_factory=dict, init=False, repr=False)
 
     def forget_agents(self) -> None:
         """Drop the cached registrations: the log they came from was wiped or replaced."""
         self._agents.clear()
         self._key_hashes.clear()
 
-    async def agent_for_api_key(self, api_key: str) -> str | None:
+    async def agent_for_api_key(self, api_key: str, keys_version: str | None = None) -> str | None:
+        """The agent holding `api_key` (None: nobody). `keys_version`: the keys' version read after the
+        request arrived (None: not known); the answer kept for the key is used when read at it."""
         key_hash = hash_api_key(api_key)
+        kept = self._key_hashes.get(key_hash)
+        if kept is not None and keys_version is not None and kept[1] == keys_version:
+            return kept[0]
         try:
             agent_id = await self.store.agent_for_key_hash(key_hash)
         except TRANSIENT_ERRORS:
-            if key_hash in self._key_hashes:     # Redis away: the last answer for this key
-                return self._key_hashes[key_hash]
+            if kept is not None:     # Redis away: the last answer for this key
+                return kept[0]
             raise
         if agent_id is None:
             self._key_hashes.pop(key_hash, None)
-        else:
-            _remember(self._key_hashes, key_hash, agent_id)
+        else:   # read at `keys_version` or later: a later write changes the version, so never kept too long
+            _remember(self._key_hashes, key_hash, (agent_id, keys_version))
         return agent_id
 
     async def rotate_key(self, agent_id: str, idem: IdempotencyRequest | None = None, *,

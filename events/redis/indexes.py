@@ -108,19 +108,22 @@ def index_ops(event: Event) -> list[HSet]:
         return [HSet(keys.memory(d.memory_id), {"notice": "1" if isinstance(d, MemoryQualityDropped) else "0"})]
     if isinstance(d, EpisodeCommitted):
         return [HSet(keys.episode(d.namespace, d.episode_id), {"fp": d.fingerprint, "agent": event.agent})]
+    # every write of AGENT_KEYS changes its AGENT_KEYS_VERSION (to a value no other write gives it: a new
+    # key's hash, or a withdrawn one's marked)
     if isinstance(d, AgentKeyRotated):    # the old hash maps to nobody ("" is no agent): refused at once
         withdrawn = {d.previous_hash: ""} if d.previous_hash else {}      # none after a revocation
         return [HSet(keys.agent(d.agent_id), {"key": d.key_hash}),
-                HSet(keys.AGENT_KEYS, {**withdrawn, d.key_hash: d.agent_id})]
+                HSet(keys.AGENT_KEYS, {**withdrawn, d.key_hash: d.agent_id, keys.AGENT_KEYS_VERSION: d.key_hash})]
     if isinstance(d, AgentKeyRevoked):
-        return [HSet(keys.agent(d.agent_id), {"key": ""}), HSet(keys.AGENT_KEYS, {d.previous_hash: ""})]
+        return [HSet(keys.agent(d.agent_id), {"key": ""}),
+                HSet(keys.AGENT_KEYS, {d.previous_hash: "", keys.AGENT_KEYS_VERSION: "-" + d.previous_hash})]
     if isinstance(d, ReplicaRegistered):
         return [HSet(keys.replica(d.instance_id), {"key": d.key_hash})]
     if isinstance(d, AgentRegistered):
         return [
             HSet(keys.agent(d.agent_id), {"main": d.main_namespace, "ephemeral": d.ephemeral_namespace,
                                           "type": d.agent_type, "key": d.key_hash}),
-            HSet(keys.AGENT_KEYS, {d.key_hash: d.agent_id}),
+            HSet(keys.AGENT_KEYS, {d.key_hash: d.agent_id, keys.AGENT_KEYS_VERSION: d.key_hash}),
             HSet(keys.NAMESPACE_OWNERS, {d.main_namespace: d.agent_id, d.ephemeral_namespace: d.agent_id}),
         ]
     return []

@@ -26,6 +26,9 @@ older than a write it could miss."""
 
 AGENT_KEYS = PREFIX + "agent-keys"
 """Hash sha256(api key) -> agent id. Write-side index, rebuilt by replay."""
+AGENT_KEYS_VERSION = "~version"
+"""A field of AGENT_KEYS that every write of it changes (key hashes are hex): a gateway caches the agent of
+a key while the version it read with the log's epoch (one round trip for many requests) is the same."""
 
 NAMESPACE_OWNERS = PREFIX + "ns-owners"
 """Hash namespace -> owning agent id (main and ephemeral namespaces). Write-side index."""

@@ -217,6 +217,15 @@ class EventStore(WriteSideIndexes):
         val = await self.redis.get(keys.EPOCH)
         return as_str(val) if val is not None else None
 
+    async def log_epoch_and_keys_version(self) -> tuple[str | None, str | None]:
+        """`log_epoch()` and the agent keys' version (keys.AGENT_KEYS_VERSION; None: no key written since
+        the index was built), in one round trip."""
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.get(keys.EPOCH)
+        pipe.hget(keys.AGENT_KEYS, keys.AGENT_KEYS_VERSION)
+        epoch, version = await pipe.execute()
+        return (as_str(epoch) if epoch is not None else None), (as_str(version) if version is not None else None)
+
     async def open_epoch(self, *, create: bool = True, adopt: bool = True) -> str | None:
         """Learn the log's epoch and expect it from now on (`self.epoch`).
 

@@ -10,6 +10,7 @@ from aiohttp import web
 
 from commands.error_codes import ErrorCode
 from gateway.http.appkeys import COMMANDS, REPLICA, REPLICA_OPS, SETTINGS
+from gateway.http.epoch_guard import KEYS_VERSION
 from gateway.http.errors import ApiError
 
 PUBLIC_PATHS = frozenset({"/health", "/api/v1/openapi.json"})
@@ -57,7 +58,7 @@ async def authenticate(request: web.Request) -> Principal:
                        f"this replica has been cut off from its primary for {down:.0f} s (more than "
                        f"{replica.auth_grace_s:g} s): agent keys cannot be checked here, a key may have been "
                        "rotated or revoked meanwhile; use the primary", {"link_down_s": round(down, 1)})
-    agent_id = await request.app[COMMANDS].agent_for_api_key(key)
+    agent_id = await request.app[COMMANDS].agent_for_api_key(key, request.get(KEYS_VERSION))
     if agent_id is None:
         raise ApiError(401, ErrorCode.UNAUTHORIZED, "invalid API key")
     return Principal(False, agent_id)

@@ -40,6 +40,8 @@ log = structlog.get_logger(__name__)
 UNGUARDED_PATHS = frozenset({"/health", "/api/v1/openapi.json"})
 
 _UNKNOWN = object()  # the log's epoch could not be read (Redis unreachable or slow)
+# the agent keys' version this request's check read (events.redis.keys.AGENT_KEYS_VERSION): the key cache's
+KEYS_VERSION = web.RequestKey("keys_version", str)
 
 
 @dataclass
@@ -67,26 +69,35 @@ class EpochGuard:
             return
         log.info("epoch.opened", epoch=self.serving, log_epoch=await self._read_quietly())
 
-    async def check(self) -> None:
-        """Raise LogResetError when the log was wiped or replaced under the served projections."""
-        found = await self.log_epoch()
-        if found is _UNKNOWN:
-            return
+    async def check(self) -> str | None:
+        """Raise LogResetError when the log was wiped or replaced under the served projections. Else the
+        agent keys' version read with the epoch (keys.AGENT_KEYS_VERSION), for the key cache of
+        `gateway.http.auth`: None when not known (Redis away, no key written, projections not open)."""
+        read = await self._round()
+        if read is _UNKNOWN:
+            return None
+        found, version = read  # type: ignore[misc]
         if self.serving is None:
             await self.open()
             if self.serving is None:
-                return
+                return None
         if found == self.serving:
-            return
+            return version
         if found is not None and found == load_epoch(self.data_dir):
-            await self._reopen(found)  # type: ignore[arg-type]
-            return
-        raise LogResetError(reset_message(self.serving, found))  # type: ignore[arg-type]
+            await self._reopen(found)
+            return version
+        raise LogResetError(reset_message(self.serving, found))
 
     async def log_epoch(self) -> str | None | object:
         """The log's epoch as read by a GET that began after this call did; _UNKNOWN when Redis
-        cannot be reached. With no read in flight the caller reads itself (no task); otherwise it
-        waits for the next round, which the one in flight starts as it ends, for all who wait."""
+        cannot be reached (see `_round`)."""
+        read = await self._round()
+        return read if read is _UNKNOWN else read[0]  # type: ignore[index]
+
+    async def _round(self) -> tuple[str | None, str | None] | object:
+        """(epoch, agent keys' version) as read by a round trip that began after this call did; _UNKNOWN
+        when Redis cannot be reached. With no read in flight the caller reads itself (no task); otherwise
+        it waits for the next round, which the one in flight starts as it ends, for all who wait."""
         if not self._reading:
             self._reading = True
             return await self._lead(None)
@@ -94,7 +105,7 @@ class EpochGuard:
             self._next = asyncio.get_running_loop().create_future()
         return await asyncio.shield(self._next)
 
-    async def _lead(self, promised: asyncio.Future | None) -> str | None | object:
+    async def _lead(self, promised: asyncio.Future | None) -> object:
         try:
             result = await self._read()
         except BaseException as exc:
@@ -121,10 +132,10 @@ class EpochGuard:
         if not task.cancelled():
             task.exception()  # delivered to the waiters through their future
 
-    async def _read(self) -> str | None | object:
+    async def _read(self) -> tuple[str | None, str | None] | object:
         if self._slow is not None and not self._slow.done():
             return _UNKNOWN  # an earlier read is still stuck in a hung Redis: do not pile more on it
-        get = asyncio.ensure_future(self.store.log_epoch())  # never cancelled: redis-py and cancellation
+        get = asyncio.ensure_future(self.store.log_epoch_and_keys_version())  # never cancelled: redis-py and cancellation
         done, _ = await asyncio.wait({get}, timeout=self.timeout_s)
         if not done:
             self._slow = get
@@ -137,7 +148,7 @@ class EpochGuard:
 
     async def _read_quietly(self) -> str | None:
         found = await self._read()
-        return None if found is _UNKNOWN else found  # type: ignore[return-value]
+        return None if found is _UNKNOWN else found[0]  # type: ignore[index]
 
     async def _reopen(self, epoch: str) -> None:
         async with self._reopening:
@@ -156,5 +167,6 @@ async def epoch_middleware(request: web.Request, handler) -> web.StreamResponse:
     if request.path not in UNGUARDED_PATHS:
         guard = request.app.get(EPOCH_GUARD)
         if guard is not None:
-            await guard.check()
+            if (version := await guard.check()) is not None:
+                request[KEYS_VERSION] = version
     return await handler(request)

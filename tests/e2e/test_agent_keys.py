@@ -73,3 +73,32 @@ async def test_the_key_index_rebuilt_from_the_log_is_the_same(api):
     before = (await store.redis.hgetall(keys.AGENT_KEYS), await store.redis.hgetall(keys.agent("dora")))
     await store.rebuild_indexes()
     assert (await store.redis.hgetall(keys.AGENT_KEYS), await store.redis.hgetall(keys.agent("dora"))) == before
+
+
+async def test_a_key_is_looked_up_again_only_once_the_keys_changed(api, aiohttp_client, redis_url, tmp_path,
+                                                                    use_embedder, monkeypatch):
+    """The agent of a key is kept while the keys' version (read with the log's epoch, after the request
+    arrived) is the one it was read at; any key write anywhere changes the version."""
+    key = await api.register("erin")
+    store = api.client.app[STORE]
+    looked_up: list[str] = []
+    real = store.agent_for_key_hash
+
+    async def counted(key_hash: str) -> str | None:
+        looked_up.append(key_hash)
+        return await real(key_hash)
+
+    monkeypatch.setattr(store, "agent_for_key_hash", counted)
+    for _ in range(5):
+        assert (await api.call("GET", "/api/v1/stats", key))[0] == 200
+    assert len(looked_up) <= 1                        # kept from the first (or from the registration's request)
+    other = await _second_gateway(aiohttp_client, redis_url, tmp_path, use_embedder)
+    await other.register("frank")                      # a key written elsewhere: looked up again, still valid
+    assert (await api.call("GET", "/api/v1/stats", key))[0] == 200
+    assert len(looked_up) == 2
+    assert (await api.call("GET", "/api/v1/stats", key))[0] == 200 and len(looked_up) == 2
+    status, _ = await other.call("POST", "/api/v1/agents/erin/revoke", key)    # revoked on the other gateway
+    assert status == 200
+    status, error = await api.call("GET", "/api/v1/stats", key)                  # refused here at once
+    assert status == 401 and len(looked_up) == 3
+    assert_error(error, "unauthorized")
