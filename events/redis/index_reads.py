@@ -42,6 +42,15 @@ class WriteSideIndexes:
                 found[mid] = memory_index_of(mid, h)
         return found
 
+    async def log_epoch_and_keys_version(self) -> tuple[str | None, str | None]:
+        """The log's epoch (`EventStore.log_epoch`) and the agent keys' version (keys.AGENT_KEYS_VERSION;
+        None: no key written since the index was built), in one round trip."""
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.get(keys.EPOCH)
+        pipe.hget(keys.AGENT_KEYS, keys.AGENT_KEYS_VERSION)
+        epoch, version = await pipe.execute()
+        return (as_str(epoch) if epoch is not None else None), (as_str(version) if version is not None else None)
+
     async def agent_for_key_hash(self, key_hash: str) -> str | None:
         """The agent holding this key (None: no agent, or a rotated or revoked key: its hash maps to "")."""
         val = await self.redis.hget(keys.AGENT_KEYS, key_hash)

@@ -217,15 +217,6 @@ class EventStore(WriteSideIndexes):
         val = await self.redis.get(keys.EPOCH)
         return as_str(val) if val is not None else None
 
-    async def log_epoch_and_keys_version(self) -> tuple[str | None, str | None]:
-        """`log_epoch()` and the agent keys' version (keys.AGENT_KEYS_VERSION; None: no key written since
-        the index was built), in one round trip."""
-        pipe = self.redis.pipeline(transaction=False)
-        pipe.get(keys.EPOCH)
-        pipe.hget(keys.AGENT_KEYS, keys.AGENT_KEYS_VERSION)
-        epoch, version = await pipe.execute()
-        return (as_str(epoch) if epoch is not None else None), (as_str(version) if version is not None else None)
-
     async def open_epoch(self, *, create: bool = True, adopt: bool = True) -> str | None:
         """Learn the log's epoch and expect it from now on (`self.epoch`).
 
@@ -274,8 +265,7 @@ class EventStore(WriteSideIndexes):
                            block_ms: int = 1000) -> list[Event]:
         """`check_not_reset(after, epoch)`, then `tail(after, ...)`: one round trip. Callers asking for the
         same tail while one is in flight share it, whatever their `block_ms` (an XREAD BLOCK answers as soon
-        as anything after `after` is appended, so its answer, empty or not, is as good as their own; an
-        empty one may come sooner or later than their own block would have)."""
+        as anything after `after` is appended: its answer is as good as their own, an empty one early or late)."""
 
         def tail() -> Awaitable[list[Event]]:
             return self._checked(after, epoch, lambda pipe: pipe.xread({keys.STREAM: after or "0-0"}, count=count,

@@ -119,15 +119,22 @@ async def test_recall_counts_start_over_when_the_projection_is_rebuilt(tmp_path:
     await again.close()
 
 
-async def test_a_schema_1_database_is_migrated_and_read_through_until_then(tmp_path: Path) -> None:
-    conn = sqlite3.connect(tmp_path / "activity.db")
-    conn.executescript("CREATE TABLE recalls (memory_id TEXT NOT NULL, origin TEXT NOT NULL, count INTEGER NOT NULL, "
-                       "last_ms INTEGER NOT NULL, PRIMARY KEY (memory_id, origin));"
+def _old_database(path: Path, version: int, rows: str) -> None:
+    """An activity.db as schema `version` (1: no change numbers; 2: indexed on the row) left it, with `rows`."""
+    change = ", change INTEGER NOT NULL DEFAULT 0" if version == 2 else ""
+    conn = sqlite3.connect(path)
+    conn.executescript(f"CREATE TABLE recalls (memory_id TEXT NOT NULL, origin TEXT NOT NULL, count INTEGER NOT NULL, "
+                       f"last_ms INTEGER NOT NULL{change}, PRIMARY KEY (memory_id, origin));"
+                       + ("CREATE INDEX idx_recalls_change ON recalls (change);" if version == 2 else "") +
                        "CREATE TABLE high_water (origin TEXT PRIMARY KEY, position TEXT NOT NULL);"
                        "CREATE TABLE checkpoint (projector TEXT PRIMARY KEY, position TEXT NOT NULL);"
-                       "INSERT INTO recalls VALUES ('a', 'local', 4, 1000); PRAGMA user_version=1;")
+                       f"{rows} PRAGMA user_version={version};")
     conn.commit()
     conn.close()
+
+
+async def test_a_schema_1_database_is_migrated_and_read_through_until_then(tmp_path: Path) -> None:
+    _old_database(tmp_path / "activity.db", 1, "INSERT INTO recalls VALUES ('a', 'local', 4, 1000);")
     reader = ActivityReader(tmp_path)
     counts = RecallCounts(reader, max_age_s=0)
     await counts.refresh()
@@ -142,16 +149,8 @@ async def test_a_schema_1_database_is_migrated_and_read_through_until_then(tmp_p
 
 
 async def test_a_schema_2_database_is_migrated_with_its_counts_and_digest(tmp_path: Path) -> None:
-    conn = sqlite3.connect(tmp_path / "activity.db")
-    conn.executescript("CREATE TABLE recalls (memory_id TEXT NOT NULL, origin TEXT NOT NULL, count INTEGER NOT NULL, "
-                       "last_ms INTEGER NOT NULL, change INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (memory_id, origin));"
-                       "CREATE INDEX idx_recalls_change ON recalls (change);"
-                       "CREATE TABLE high_water (origin TEXT PRIMARY KEY, position TEXT NOT NULL);"
-                       "CREATE TABLE checkpoint (projector TEXT PRIMARY KEY, position TEXT NOT NULL);"
-                       "INSERT INTO recalls VALUES ('a', 'local', 4, 1000, 7), ('b', 'local', 1, 900, 7);"
-                       "INSERT INTO high_water VALUES ('local', '4-0'); PRAGMA user_version=2;")
-    conn.commit()
-    conn.close()
+    _old_database(tmp_path / "activity.db", 2, "INSERT INTO recalls VALUES ('a', 'local', 4, 1000, 7), "
+                  "('b', 'local', 1, 900, 7); INSERT INTO high_water VALUES ('local', '4-0');")
     fresh = ActivityProjector(tmp_path / "fresh")   # the same counts folded by schema 3
     await fresh.apply([served(*ids).placed(position=f"{i + 1}-0", hlc=f"{ms}:0:n", origin="local")
                        for i, (ids, ms) in enumerate([(("a", "b"), 900), (("a",), 1000), (("a",), 1000),
