@@ -15,6 +15,7 @@ from pathlib import Path
 import orjson
 
 from events.catalogue import known_types
+from events.redis import keys
 from projections.core.replay import live_digests
 from tests.fixture_log import (DIGESTS_PATH, LOG_PATH, REGENERATE, FixtureEmbedder, entry_types, fold_digests,
                                load_fixture_log, read_entries)
@@ -40,11 +41,16 @@ async def test_the_loader_keeps_original_ids_fields_and_indexes(redis) -> None:
     assert last == entries[-1][0] and len(stored) == len(entries)
     assert [(p.decode(), [(k.decode(), v.decode()) for k, v in f.items()]) for p, f in stored] == entries
     agents = {orjson.loads(dict(f)["d"])["agent_id"] for _, f in entries if dict(f)["t"] == "agent.registered"}
-    index = await redis.hgetall("zhiyi:agent-keys")                      # write-side indexes rebuilt: the live
-    assert {v.decode() for v in index.values() if v} == agents            # keys, and the rotated-out ones map
+    index = {k.decode(): v for k, v in (await redis.hgetall(keys.AGENT_KEYS)).items()}
+    last = [(dict(f)["t"], orjson.loads(dict(f)["d"])) for _, f in entries
+            if dict(f)["t"] in ("agent.registered", "agent.key_rotated", "agent.key_revoked")][-1]
+    assert index.pop(keys.AGENT_KEYS_VERSION).decode() == (   # the keys' version: what the last key write set
+        "-" + last[1]["previous_hash"] if last[0] == "agent.key_revoked" else last[1]["key_hash"])
+    assert {v.decode() for v in index.values() if v} == agents            # write-side indexes rebuilt: the live
+                                                                          # keys, and the rotated-out ones map
     withdrawn = {orjson.loads(dict(f)["d"])["previous_hash"] for _, f in entries          # to nobody
                  if dict(f)["t"] in ("agent.key_rotated", "agent.key_revoked")} - {""}
-    assert {k.decode() for k, v in index.items() if not v} == withdrawn
+    assert {k for k, v in index.items() if not v} == withdrawn
 
 
 async def test_rebuild_live_runners_and_verify_give_the_recorded_digests(redis, tmp_path: Path) -> None:
