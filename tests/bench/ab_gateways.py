@@ -29,7 +29,7 @@ from pathlib import Path
 import aiohttp
 
 from _harness import ROOT, free_port, private_redis, wait_healthy  # noqa: E402
-from recall import ADMIN, ingest, latency, query, throughput  # noqa: E402
+from recall import ADMIN, bench_key, latency, query, throughput  # noqa: E402
 
 
 def start(command: str, redis_url: str, data_dir: Path, env_extra: dict, port: int | None = None,
@@ -47,7 +47,6 @@ async def main(args) -> None:
     keep = Path(args.keep).resolve() if args.keep else None
     with private_redis(workdir=keep / "redis" if keep else None) as url, tempfile.TemporaryDirectory() as tmp:
         data = keep / "data" if keep else Path(tmp) / "data"
-        reuse = keep is not None and (keep / "ingested").exists()
         procs = [start("project", url, data, {})]
         ports = {"A": free_port(), "B": free_port()}
         procs += [start("serve", url, data, json.loads(env), ports[k], Path(root).resolve())
@@ -57,16 +56,7 @@ async def main(args) -> None:
                 wait_healthy(port)
             base = {k: f"http://127.0.0.1:{p}" for k, p in ports.items()}
             async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=64)) as s:
-                if reuse:
-                    key = (keep / "ingested").read_text().strip()
-                else:
-                    async with s.post(f"{base['A']}/api/v1/agents/register", json={"agent_id": "bench"},
-                                      headers={"X-API-Key": ADMIN}) as r:
-                        key = (await r.json())["api_key"]
-                    await ingest(s, base["A"], key, args.n, rng)
-                    await asyncio.sleep(args.settle)
-                    if keep:
-                        (keep / "ingested").write_text(key)
+                key = await bench_key(s, base["A"], args.n, rng, args.settle, keep / "ingested" if keep else None)
                 h = {"X-API-Key": key}
                 for k in ("A", "B"):  # loads each one's serving index and model
                     await latency(s, base[k], h, [query(rng, -i) for i in range(40)], False, f"warm-up {k}")

@@ -29,7 +29,7 @@ from pathlib import Path
 import aiohttp
 
 from _harness import ROOT, free_port, percentile, private_redis, thread_ticks, wait_healthy  # noqa: E402
-from recall import ADMIN, closed_loop, ingest, latency, query  # noqa: E402
+from recall import ADMIN, bench_key, closed_loop, latency, query  # noqa: E402
 
 
 def start(command: str, redis_url: str, data_dir: Path, env_extra: dict, port: int | None, root: Path,
@@ -127,15 +127,7 @@ async def main(args) -> None:
                 pids["redis"] = redis_pid
             base = {k: f"http://127.0.0.1:{p}" for k, p in ports.items()}
             async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=64)) as s:
-                if marker.exists():
-                    key = marker.read_text().strip()
-                else:
-                    async with s.post(f"{base['A']}/api/v1/agents/register", json={"agent_id": "bench"},
-                                      headers={"X-API-Key": ADMIN}) as r:
-                        key = (await r.json())["api_key"]
-                    await ingest(s, base["A"], key, args.n, rng)
-                    await asyncio.sleep(args.settle)
-                    marker.write_text(key)
+                key = await bench_key(s, base["A"], args.n, rng, args.settle, marker)
                 h = {"X-API-Key": key}
                 for k in ("A", "B"):  # loads each one's serving index and model
                     await latency(s, base[k], h, [query(rng, -i) for i in range(40)], False, f"warm-up {k}")

@@ -1,6 +1,7 @@
 """Ingest benchmark against `zhiyi serve` (the gateway alone, no embedding on the request path).
 
-Prints: HTTP commit latency p50/p99 at concurrency 1, commits/s at concurrency 16, batch-commit
+Prints: HTTP commit latency p50/p99 at concurrency 1, commits/s at concurrency 16 (with the CPU per commit
+of the gateway, redis and this client process), batch-commit
 memories/s, and raw pipelined XADD events/s of the same event payloads measured in the same run
 (the baseline of the batch ratio).
 
@@ -32,7 +33,7 @@ from pathlib import Path
 
 import aiohttp
 
-from _harness import percentile, private_redis, zhiyi_process  # noqa: E402  (sys.path set by _harness)
+from _harness import percentile, pid_cpu_s, pids_matching, private_redis, zhiyi_process  # noqa: E402  (sys.path set by _harness)
 
 ADMIN = "bench-admin-key"
 SENTENCES = [
@@ -130,12 +131,19 @@ async def main(args) -> None:
             key = await register(session, base)
             await commit_latency(session, base, key, 200)  # warm-up
             lat = await commit_latency(session, base, key, args.n1)
+            gateway = pids_matching("gateway.cli.main serve")[0]
+            redis_pids = pids_matching("redis-server")
+            cpu0 = (pid_cpu_s(gateway), sum(pid_cpu_s(p) for p in redis_pids), time.process_time())
             rate16 = await commit_throughput(session, base, key, 16, args.seconds)
+            n16 = rate16 * args.seconds
+            cpu16 = [(now - then) * 1000 / n16 for now, then in zip(
+                (pid_cpu_s(gateway), sum(pid_cpu_s(p) for p in redis_pids), time.process_time()), cpu0)]
             batch_rate = await batch_throughput(session, base, key, args.batches, 1000)
         xadd_rate = await raw_xadd(redis_url, args.batches, 1000)
     print(f"HTTP commit, concurrency 1 ({args.n1} requests): p50 {percentile(lat, 50):.2f} ms, "
           f"p99 {percentile(lat, 99):.2f} ms   (target p50 <= 5 ms)")
-    print(f"HTTP commit, concurrency 16 ({args.seconds:.0f} s): {rate16:,.0f} commits/s   (target >= 1,500)")
+    print(f"HTTP commit, concurrency 16 ({args.seconds:.0f} s): {rate16:,.0f} commits/s   (target >= 1,500); "
+          f"CPU per commit: gateway {cpu16[0]:.3f} ms, redis {cpu16[1]:.3f} ms, this client {cpu16[2]:.3f} ms")
     print(f"batch-commit (batches of 1000): {batch_rate:,.0f} memories/s")
     print(f"raw pipelined XADD, same payloads (baseline): {xadd_rate:,.0f} events/s")
     print(f"batch-commit / raw XADD = {batch_rate / xadd_rate:.2f}   (target >= 0.5)")

@@ -60,6 +60,24 @@ async def ingest(s: aiohttp.ClientSession, base: str, key: str, n: int, rng: ran
     print(f"committed and projected {n:,} memories in {time.perf_counter() - t:.1f} s")
 
 
+async def bench_key(s: aiohttp.ClientSession, base: str, n: int, rng: random.Random, settle_s: float,
+                    marker: Path | None = None) -> str:
+    """The `bench` agent's key with `n` memories ingested: read from `marker` when an earlier run kept it,
+    else registered, ingested, left `settle_s` for maintenance, and (with a `marker`) kept there."""
+    if marker is not None and marker.exists():
+        return marker.read_text().strip()
+    async with s.post(f"{base}/api/v1/agents/register", json={"agent_id": "bench"},
+                      headers={"X-API-Key": ADMIN}) as r:
+        key = (await r.json())["api_key"]
+    await ingest(s, base, key, n, rng)
+    if settle_s:
+        print(f"waiting {settle_s:.0f} s for maintenance (compaction + index refresh)")
+        await asyncio.sleep(settle_s)
+    if marker is not None:
+        marker.write_text(key)
+    return key
+
+
 async def one(s: aiohttp.ClientSession, base: str, h: dict, q: str, cache: bool) -> tuple[float, float, bool]:
     t = time.perf_counter()
     async with s.post(f"{base}/api/v1/recall", json={"query": q, "top_k": 10, "cache": cache}, headers=h) as r:
@@ -180,14 +198,8 @@ async def main(args) -> None:
         env = {} if args.reactions else {"ZHIYI_NO_REACTIONS": "1"}
         with zhiyi_process("up", redis_url, data_dir, ADMIN, env) as base:
             async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=64)) as s:
-                async with s.post(f"{base}/api/v1/agents/register", json={"agent_id": "bench"},
-                                  headers={"X-API-Key": ADMIN}) as r:
-                    key = (await r.json())["api_key"]
+                key = await bench_key(s, base, args.n, rng, args.settle)
                 h = {"X-API-Key": key}
-                await ingest(s, base, key, args.n, rng)
-                if args.settle:
-                    print(f"waiting {args.settle:.0f} s for maintenance (compaction + index refresh)")
-                    await asyncio.sleep(args.settle)
                 warm = [query(rng, -i) for i in range(30)]
                 await latency(s, base, h, warm, False, "warm-up")
                 distinct = [query(rng, i) for i in range(args.queries)]
