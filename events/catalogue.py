@@ -155,7 +155,8 @@ class MemoryCommitted:
         object.__setattr__(self, "tags", tuple(self.tags))
         object.__setattr__(self, "depends_on", tuple(self.depends_on))
         object.__setattr__(self, "derived_from_memories", tuple(self.derived_from_memories))
-        object.__setattr__(self, "scores", tuple((str(k), float(v)) for k, v in self.scores))
+        if self.scores or type(self.scores) is not tuple:
+            object.__setattr__(self, "scores", tuple((str(k), float(v)) for k, v in self.scores))
 
 
 @event_type("memory.deleted")

@@ -46,33 +46,25 @@ def encode_append_fields(event: Event, origin: str) -> list[str]:
             "c", event.cause, "o", origin, "d", encode_payload(event.data).decode()]
 
 
-def _s(fields: Mapping[bytes, bytes], name: bytes) -> str:
-    val = fields.get(name)
-    return val.decode() if val is not None else ""
+_EVENT_FIELDS = ("type", "data", "ns", "agent", "by", "cause", "v", "position", "hlc", "origin")
+assert tuple(f.name for f in dataclasses.fields(Event)) == _EVENT_FIELDS, "decode builds Events positionally"
 
 
 def decode(position: str | bytes, fields: Mapping[bytes, bytes]) -> Event:
     """Build an Event from one stream entry; unknown types keep their raw payload."""
     if isinstance(position, bytes):
         position = position.decode()
+    get = fields.get
     try:
-        etype = _s(fields, b"t")
-        version = int(fields.get(b"v") or 1)
-        raw = orjson.loads(fields.get(b"d") or b"{}")
+        etype = get(b"t", b"").decode()
+        version = int(get(b"v") or 1)
+        raw = orjson.loads(get(b"d") or b"{}")
     except (ValueError, orjson.JSONDecodeError) as exc:
         raise DecodeError(f"event {position}: {exc}") from exc
-    return Event(
-        type=etype,
-        data=payload_from_dict(etype, version, raw),
-        ns=_s(fields, b"n"),
-        agent=_s(fields, b"a"),
-        by=_s(fields, b"b"),
-        cause=_s(fields, b"c"),
-        v=version,
-        position=position,
-        hlc=_s(fields, b"h"),
-        origin=_s(fields, b"o"),
-    )
+    # positional, in Event's field order (the replay decodes every event: keywords cost ~10% here)
+    return Event(etype, payload_from_dict(etype, version, raw), get(b"n", b"").decode(), get(b"a", b"").decode(),
+                 get(b"b", b"").decode(), get(b"c", b"").decode(), version, position, get(b"h", b"").decode(),
+                 get(b"o", b"").decode())
 
 
 def to_json_dict(event: Event) -> dict[str, Any]:

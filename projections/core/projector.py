@@ -104,12 +104,13 @@ def after_checkpoint(events: list[Event], checkpoint: str | None) -> list[Event]
     if not checkpoint:
         return list(events)
     mark = positions.key(checkpoint)
-    return [e for e in events if positions.key(e.position) > mark]
+    key = positions.key
+    return [e for e in events if key(e.position) > mark]
 
 
 def last_position(events: list[Event], checkpoint: str | None) -> str | None:
     """The checkpoint after a batch: never moves backwards."""
-    pos = checkpoint
-    for e in events:
-        pos = positions.later(pos, e.position)
-    return pos
+    if not events:
+        return checkpoint
+    last = max(events, key=lambda e: positions.key(e.position)).position
+    return positions.later(checkpoint, last)

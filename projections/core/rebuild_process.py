@@ -1,11 +1,13 @@
-"""A rebuild on two cores: the graph projection is folded in a second process.
+"""A rebuild on two cores: the graph and activity projections are folded in a second process.
 
 `zhiyi replay` is CPU-bound Python; one process uses one core. The two costliest projections are
 memories (it embeds: the embedder lives in the calling process) and graph, about even once each
-process reads the log once (measured on a 30k-event mixed log: memories ~7 s of CPU, graph ~10 s,
-the seven others ~4 s together). So graph is folded by a spawned child that reads the same log over
-its own connection (`SecondProcess.open_log`), and every other projection stays here. What each
-projection folds does not depend on the process it runs in: the digests are the same either way.
+process reads the log once. So graph is folded by a spawned child that reads the same log over its
+own connection (`SecondProcess.open_log`), with activity (the costliest of the seven light ones) to
+even the two out (measured on a 50k-event mixed log: ~6.5 s of CPU each, against 7.6 s here and 5.8 s
+there with graph alone); every other projection stays here. The child imports only what its
+projections need (no LanceDB). What each projection folds does not depend on the process it runs in:
+the digests are the same either way.
 
 The child is spawned (never forked: the caller holds threads and sockets), runs `setup` first (the
 entry point's logging, so its lines go where the caller's go), and sends back its digests or its
@@ -32,9 +34,10 @@ from projections.core.registry import make_projectors
 
 log = structlog.get_logger(__name__)
 
-#: Projections folded by the second process (they need no embedder).
-AWAY = frozenset({"graph"})
-#: Below this many events a second process costs more (its start-up: ~2 s of imports) than it saves.
+#: Projections folded by the second process (they need no embedder, nor LanceDB).
+AWAY = frozenset({"graph", "activity"})
+#: Below this many events a second process saves too little to be worth its start-up (~0.4 s: an interpreter and
+#: its imports; ~2 s while it imported every projection).
 MIN_EVENTS = 20_000
 
 
@@ -106,7 +109,7 @@ def _child(conn: Connection, job: _Job) -> None:
 
 
 async def _fold(job: _Job) -> dict[str, ProjectionDigest]:
-    projectors = [p for p in make_projectors(job.directory, None, offline=True) if p.name in job.names]
+    projectors = make_projectors(job.directory, None, offline=True, only=job.names)
     try:
         async with job.open_log() as store:
             return await fold_projectors(store, projectors, job.until, job.batch_size, job.epoch)

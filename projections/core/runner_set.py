@@ -22,7 +22,7 @@ from events.errors import LogResetError
 from events.redis.store import EventStore
 from projections.core.epoch import load_epoch, open_projections_epoch
 from projections.core.projector import Projector
-from projections.core.registry import make_projectors
+from projections.core.registry import NAMES, make_projectors
 from projections.core.runner import TRANSIENT, ProjectionRunner
 
 log = structlog.get_logger(__name__)
@@ -46,7 +46,7 @@ class RunnerSet:
     projectors: list[Projector] = field(default_factory=list, init=False)
 
     def _make(self) -> list[Projector]:
-        return [p for p in make_projectors(self.data_dir, self.embedder) if not self.only or p.name in self.only]
+        return make_projectors(self.data_dir, self.embedder, only=[n for n in NAMES if n in self.only] if self.only else None)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Fold until `stop`; through resets (see the module doc)."""

@@ -98,6 +98,9 @@ _IDENT: Final = re.compile(
 _WORD: Final = re.compile(_L + r"[A-Za-z][A-Za-z0-9]*" + _R)
 _QUOTED: Final = re.compile(r"「([^」]{1,40})」|『([^』]{1,40})』|“([^”]{1,40})”|《([^》]{1,40})》")
 _HAN_RUN: Final = re.compile(f"[{_HAN}]+")
+_DIGIT: Final = re.compile(r"\d")   # what every IP, port and version pattern needs
+#: A literal the port patterns need (the others need only a digit).
+_PORT_NEEDS: Final = {_PORTS[1]: "端口", _PORTS[2]: "端口", _PORTS[4]: "监听", _PORTS[5]: ":"}
 _SENTENCE_END: Final = set(".!?。！？；;:：\n-*#>•·|")
 
 #: Chinese function words (longest first) and characters that split a Han run into terms.
@@ -234,22 +237,31 @@ def _names(c: _Collector, text: str) -> None:
 
 def _all(text: str) -> list[Entity]:
     c = _Collector(text)
-    for m in _CODE.finditer(text):
+    # Patterns skipped when a character every match of them needs is absent (the result is the same):
+    # most texts name no url, path or port, and each pattern scans the whole text.
+    digit = _DIGIT.search(text) is not None
+    slash = "/" in text or "\\" in text
+    for m in _CODE.finditer(text) if "`" in text else ():
         inner = m.group(1).strip()
         start = m.start(1) + m.group(1).index(inner) if inner else 0
         spaced = any(ch.isspace() for ch in inner)  # a command: left open for the kinds inside it
         if inner and c.free(m.start(), m.end()) and (spaced or not _structured(c, inner, start)):
             c.add(start, "identifier", inner, inner.lower(), None if spaced else m.end())
     for pattern in (_URL, _IP, _PATH):
+        if (pattern is _URL and "://" not in text and "www." not in text.lower()) or \
+                (pattern is _IP and not (digit and "." in text)) or (pattern is _PATH and not slash):
+            continue
         for m in pattern.finditer(text):
             value = m.group() if pattern is _IP else m.group().rstrip(_TRAIL)
             if value and c.free(m.start(), m.start() + len(value)):
                 _structured(c, value, m.start())
-    for pattern in _PORTS:
+    for pattern in _PORTS if digit else ():
+        if (need := _PORT_NEEDS.get(pattern)) is not None and need not in text:
+            continue
         for m in pattern.finditer(text):
             if c.free(m.start(1), m.end(1)) and (port := _valid_port(m.group(1))):
                 c.add(m.start(1), "port", m.group(1), port, m.end())
-    for m in chain(_VER_V.finditer(text), _VER.finditer(text)):
+    for m in chain(_VER_V.finditer(text), _VER.finditer(text)) if digit else ():
         if c.free(m.start(), m.end()) and (m.re is _VER_V or _version_ok(text, m)):
             c.add(m.start(), "version", m.group(), m.group(1).lower(), m.end())
     for m in _IDENT.finditer(text):
@@ -257,7 +269,7 @@ def _all(text: str) -> list[Entity]:
         if c.free(m.start(), m.end()) and min(map(len, value.split("."))) >= 2:  # not e.g.
             c.add(m.start(), "identifier", value, value.lower(), m.end())
     _names(c, text)
-    for m in _QUOTED.finditer(text):
+    for m in _QUOTED.finditer(text) if any(q in text for q in "「『“《") else ():
         inner = next(g for g in m.groups() if g is not None).strip()
         if inner:
             c.add(m.start(), "term", inner, inner.lower())
