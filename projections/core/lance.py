@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import time
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Callable, Iterable, Literal, overload
@@ -29,6 +30,8 @@ from projections.core.errors import ProjectionBusy
 log = structlog.get_logger(__name__)
 
 IN_CHUNK = 1000  # literals per `IN (...)` filter
+#: Keys written since the key's index last covered every row, past which it is built again (see `_reindex_key`).
+REINDEX_TAIL = 20_000
 
 
 def sql_quote(value: str) -> str:
@@ -229,9 +232,21 @@ class LanceTable:
         if self._tail is not None:
             self._tail.update(data.column(self.key).to_pylist())
         await self._ensure_index(table)
+        if self._tail is not None and len(self._tail) >= REINDEX_TAIL:
+            await self._reindex_key(table)
         # the version after any index built just now: a checkpoint naming the pre-index version would
         # make the next writer's recovery roll the index back (and rebuild it)
         return int(await table.version())
+
+    async def _reindex_key(self, table: Any) -> None:
+        """The key's BTree rebuilt over every row: lookups of the tail's keys scan the unindexed rows (a
+        rebuild, which never optimizes, wrote them all: ~0.25 s a batch at 110k rows, growing), while
+        the rebuild costs ~0.03 s at 120k rows. The rows are unchanged (a new version, as any index)."""
+        started = time.perf_counter()
+        await table.create_index(self.key, config=BTree(), replace=True)
+        log.debug("lance.key_reindexed", table=self.name, tail=len(self._tail or ()),
+                  ms=round((time.perf_counter() - started) * 1000, 1))
+        self._tail = set()
 
     async def _ensure_index(self, table: Any) -> None:
         """A BTree scalar index on the key and the Bitmap ones, created once the table has rows."""
