@@ -141,6 +141,30 @@ async def test_deletes_find_rows_in_the_unindexed_tail_and_after_restart(store, 
     assert reader.count() == 10
 
 
+async def test_a_long_unindexed_tail_gets_the_key_indexed_again(store, tmp_path: Path, embedder, monkeypatch) -> None:
+    """A rebuild never optimizes: once REINDEX_TAIL keys were written past the key's index, it is built
+    again over every row, and the rows it covers are still found (and updated in place) after that."""
+    from projections.core import lance
+
+    monkeypatch.setattr(lance, "REINDEX_TAIL", 5)
+    p = MemoriesProjector(tmp_path, embedder, compact_after_writes=0, compact_after_rows=0)
+
+    async def unindexed() -> int | None:
+        return await p._table._unindexed_rows()
+
+    await p.apply(await append(store, *(commit(f"m{i}", f"memory {i}") for i in range(3))))   # the index is made
+    await p.apply(await append(store, *(commit(f"n{i}", f"next {i}") for i in range(3))))
+    assert await unindexed() == 3 and p._table._tail == {"n0", "n1", "n2"}
+    await p.apply(await append(store, commit("o0", "other 0"), commit("o1", "other 1")))   # 5 past it: again
+    assert await unindexed() == 0 and p._table._tail == set()
+    digest = await p.digest()
+    await p.apply(await append(store, delete("n1", 2, "was in the tail"), delete("o1", 2, "the last write")))
+    await p.close()
+    reader = MemoriesReader(tmp_path)
+    assert reader.count() == 6 and reader.get("n1")["is_deleted"] and not reader.get("n0")["is_deleted"]
+    assert digest != await MemoriesProjector(tmp_path, embedder).digest()
+
+
 async def test_maintain_compacts_without_changing_the_digest(store, tmp_path: Path, embedder) -> None:
     p = MemoriesProjector(tmp_path, embedder, compact_after_writes=0)
     for i in range(20):
