@@ -182,8 +182,8 @@ class LanceTable:
         result = await q.to_arrow()
         return result.select(columns) if columns is not None else result
 
-    async def fetch_keys(self, keys: list[str]) -> pa.Table:
-        """Rows whose key is in `keys`.
+    async def fetch_keys(self, keys: list[str], columns: list[str] | None = None) -> pa.Table:
+        """Rows whose key is in `keys` (`columns` of them: every one by default).
 
         Written keys not yet covered by the BTree index (the "tail" since the last `optimize`)
         are known to this writer, so the others are looked up through the index alone
@@ -193,13 +193,13 @@ class LanceTable:
         tail = await self._known_tail()
         slow = keys if tail is None else [k for k in keys if k in tail]
         fast = [] if tail is None else [k for k in keys if k not in tail]
-        columns = self.schema.names  # index-only searches add a `_rowid` column otherwise
+        columns = columns or self.schema.names  # named: index-only searches add a `_rowid` column otherwise
         parts = [await self.fetch(sql_in(self.key, group[i:i + IN_CHUNK]), columns, indexed_only=indexed)
                  for group, indexed in ((fast, True), (slow, False))
                  for i in range(0, len(group), IN_CHUNK)]
         parts = [p for p in parts if p.num_rows]
         if not parts:
-            return self.schema.empty_table()
+            return self.schema.empty_table().select(columns)
         if len(parts) == 1:
             return parts[0]
         return pa.concat_tables(parts, promote_options="permissive")
@@ -237,6 +237,16 @@ class LanceTable:
         # the version after any index built just now: a checkpoint naming the pre-index version would
         # make the next writer's recovery roll the index back (and rebuild it)
         return int(await table.version())
+
+    async def replace(self, data: pa.Table, existing: list[str]) -> int:
+        """The rows of keys `existing` deleted, then every row of `data` appended: two commits, ~2.5x
+        cheaper than `write(upsert=True)` at 150k rows, but a reader of the latest version between the
+        two misses those rows, so only for a table nobody reads while it is written (a rebuild). A
+        crash between the two is rolled back like any write past the checkpoint. The new version."""
+        table = await self.open(create=True)
+        for i in range(0, len(existing), IN_CHUNK):
+            await table.delete(sql_in(self.key, existing[i:i + IN_CHUNK]))
+        return await self.write(data, upsert=False)
 
     async def _reindex_key(self, table: Any) -> None:
         """The key's BTree rebuilt over every row: lookups of the tail's keys scan the unindexed rows (a

@@ -37,7 +37,7 @@ def _memories(directory: Path, embedder: Any, offline: bool) -> Projector:
         # memo_limit: the vectors `prepare` embeds for the batches read ahead (2, of 10,000 events) and the
         # one being applied stay until it is applied (evicted, they would be embedded again)
         return MemoriesProjector(directory, embedder, compact_after_rows=0, vector_index_min_rows=0,
-                                 serving_indexes=False, memo_limit=40_000)
+                                 serving_indexes=False, memo_limit=40_000, unread=True)
     return MemoriesProjector(directory, embedder)
 
 

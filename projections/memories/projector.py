@@ -2,8 +2,9 @@
 
 One batch = one table commit: the batch is folded in memory (existing rows fetched with one
 `id IN (...)` query), new contents are embedded in ONE `embedder.embed` call (in a thread),
-the changed rows are written with one append (all new) or one `merge_insert("id")` upsert,
-and then the checkpoint file is written atomically. The checkpoint records the table version
+the changed rows are written with one append (all new) or one `merge_insert("id")` upsert (an
+offline rebuild, which nobody reads meanwhile, deletes the changed rows and appends them: two
+commits, 4x cheaper), and then the checkpoint file is written atomically. The checkpoint records the table version
 it corresponds to, so `digest()` reads exactly the state as of the checkpoint even while a
 batch is being written.
 
@@ -37,7 +38,7 @@ from projections.core.digest import canonical, digest_columns, vector_token
 from projections.core.errors import RebuildRequired
 from projections.core.lance import LanceTable, WriterLock, vectors_from_arrow, vectors_to_arrow
 from projections.core.lance_projection import LanceProjection
-from projections.memories.fold import fold
+from projections.memories.fold import COLUMN_FIELDS, CRDT, fold
 from projections.memories.schema import (
     FILTER_COLUMNS, SCALAR_COLUMNS, SCHEMA_VERSION, SEARCH_TEXT, TABLE, memories_schema, memory_ids_of, read_scope_of,
 )
@@ -47,6 +48,9 @@ from projections.text.lexical import FTS_CONFIG
 log = structlog.get_logger(__name__)
 
 Row = dict[str, Any]
+#: What folding into a stored row reads of it (`fold.state_of`, `fold.row_of`): the others are derived
+#: again, and each column a fetch reads costs (~25% less at 600k rows than every column).
+FOLD_COLUMNS = ["id", CRDT, "version_history", "position", "model", "vector", *COLUMN_FIELDS]
 
 
 def _digest_table(table: pa.Table) -> str:
@@ -67,7 +71,7 @@ class MemoriesProjector(LanceProjection):
 
     def __init__(self, directory: Path, embedder: Any, *, compact_after_writes: int = 100,
                  compact_after_rows: int = 5000, vector_index_min_rows: int = 5000, serving_indexes: bool = True,
-                 retention: timedelta = timedelta(minutes=10), memo_limit: int = 8192,
+                 retention: timedelta = timedelta(minutes=10), memo_limit: int = 8192, unread: bool = False,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.directory = Path(directory)
         self.embedder = embedder
@@ -76,6 +80,9 @@ class MemoriesProjector(LanceProjection):
         self.vector_index_min_rows = vector_index_min_rows
         self.retention = retention
         self.memo_limit = memo_limit
+        # nobody reads the table while it is written (an offline rebuild): changed rows are replaced by a
+        # delete and an append instead of a merge_insert (see LanceTable.replace)
+        self.unread = unread
         self._schema: pa.Schema | None = None
         # Serving indexes (filters, full text) are skipped by offline rebuilds; a live projector
         # over the directory creates them on its first write.
@@ -136,25 +143,26 @@ class MemoriesProjector(LanceProjection):
             return
         started = time.perf_counter()
         folded = [e for e in fresh if memory_ids_of(e)]
-        rows, upsert = await self._fold(folded) if folded else ([], False)
+        rows, existing = await self._fold(folded) if folded else ([], [])
         if rows:
             await self._embed_missing(rows)
-            version: int | None = await self._table.write(self._to_arrow(rows, await self._stored_schema()),
-                                                          upsert=upsert)
+            data = self._to_arrow(rows, await self._stored_schema())
+            version: int | None = await (self._table.replace(data, existing) if self.unread and existing
+                                         else self._table.write(data, upsert=bool(existing)))
             self._writes_since_optimize += 1
             self._rows_since_optimize += len(rows)
         else:
             version = ck.table_version if ck is not None else await self._table.version()
         new = Checkpoint(self.name, last_position(fresh, ck.position if ck else None), version, self._meta())
         await self._checkpoint(new)
-        log.debug("memories.applied", events=len(fresh), rows=len(rows), upsert=upsert,
+        log.debug("memories.applied", events=len(fresh), rows=len(rows), updated=len(existing),
                   position=new.position, ms=round((time.perf_counter() - started) * 1000, 1))
         if (self.compact_after_writes and self._writes_since_optimize >= self.compact_after_writes) or \
                 (self.compact_after_rows and self._rows_since_optimize >= self.compact_after_rows):
             await self.maintain()
 
-    async def _fold(self, events: list[Event]) -> tuple[list[Row], bool]:
-        """Fold in memory; returns (changed rows, whether any of them already exists in the table)."""
+    async def _fold(self, events: list[Event]) -> tuple[list[Row], list[str]]:
+        """Fold in memory; returns (changed rows, the ids of those already in the table)."""
         ids = list(dict.fromkeys(mid for e in events for mid in memory_ids_of(e)))
         existing = await self._fetch(ids)
         work: dict[str, Row] = dict(existing)
@@ -167,12 +175,12 @@ class MemoriesProjector(LanceProjection):
                 work[mid] = row
                 changed[mid] = None
         rows = [work[m] for m in changed]
-        return rows, any(m in existing for m in changed)
+        return rows, [m for m in changed if m in existing]
 
     async def _fetch(self, ids: list[str]) -> dict[str, Row]:
         if not ids or not await self._table.exists():
             return {}
-        table = await self._table.fetch_keys(ids)
+        table = await self._table.fetch_keys(ids, FOLD_COLUMNS)
         if table.num_rows == 0:
             return {}
         vecs = vectors_from_arrow(table.column("vector"), int(self.embedder.dim))

@@ -165,6 +165,44 @@ async def test_a_long_unindexed_tail_gets_the_key_indexed_again(store, tmp_path:
     assert digest != await MemoriesProjector(tmp_path, embedder).digest()
 
 
+async def test_an_unread_table_replaces_changed_rows_to_the_same_digest(store, tmp_path: Path, embedder,
+                                                                         monkeypatch) -> None:
+    """`unread` (an offline rebuild): a batch that changes stored rows deletes and appends them; the rows
+    are those an upsert writes, batch after batch; a crash between the delete and the append is rolled
+    back by the next writer, which then folds the batch again."""
+    from projections.core import lance
+
+    first = await append(store, *(commit(f"m{i}", f"memory {i}") for i in range(6)))
+    second = await append(store, delete("m1", 2, "gone"), commit("m6", "memory 6"), delete("m4", 2))
+    third = await append(store, delete("m6", 2, "again"), commit("m7", "memory 7"))
+    upsert, unread = MemoriesProjector(tmp_path / "upsert", embedder), \
+        MemoriesProjector(tmp_path / "unread", embedder, unread=True)
+    for batch in (first, second, third):
+        await upsert.apply(batch)
+        await unread.apply(batch)
+        assert await unread.digest() == await upsert.digest()
+    assert MemoriesReader(tmp_path / "unread").count() == 5
+
+    crashing = MemoriesProjector(tmp_path / "crash", embedder, unread=True)
+    await crashing.apply(first)
+
+    async def no_append(self, data, *, upsert):   # the delete is committed, then the process dies
+        raise OSError("simulated crash before the append")
+
+    monkeypatch.setattr(lance.LanceTable, "write", no_append)
+    with pytest.raises(OSError):
+        await crashing.apply(second)
+    await crashing.close()
+    monkeypatch.undo()
+    assert MemoriesReader(tmp_path / "crash").count() == 4   # the latest version lacks m1 and m4 ...
+    again = MemoriesProjector(tmp_path / "crash", embedder, unread=True)
+    await again.apply(second)   # ... rolled back to the checkpoint's version first
+    await again.apply(third)
+    assert await again.digest() == await upsert.digest()
+    for p in (upsert, unread, again):
+        await p.close()
+
+
 async def test_maintain_compacts_without_changing_the_digest(store, tmp_path: Path, embedder) -> None:
     p = MemoriesProjector(tmp_path, embedder, compact_after_writes=0)
     for i in range(20):
