@@ -91,7 +91,7 @@ class LanceTable:
 
     def __init__(self, directory: Path, name: str, schema: pa.Schema | Callable[[], pa.Schema],
                  key: str = "id", bitmap_columns: tuple[str, ...] = (),
-                 fts_columns: dict[str, dict[str, Any]] | None = None) -> None:
+                 fts_columns: dict[str, dict[str, Any]] | None = None, track_keys: bool = False) -> None:
         self.directory = directory
         self.name = name
         self._schema = schema  # a callable defers e.g. asking an HTTP embedder for its dimension
@@ -103,6 +103,10 @@ class LanceTable:
         self._indexed = False
         self._tail: set[str] | None = None  # keys written since the last optimize (unindexed)
         self._tail_checked = False
+        # every key in the table, when `track_keys` and this instance made the table (a rebuild's): lookups
+        # of keys it lacks are not made (most keys a rebuild looks up are new)
+        self.track_keys = track_keys
+        self._keys: set[str] | None = None
 
     @property
     def schema(self) -> pa.Schema:
@@ -136,6 +140,7 @@ class LanceTable:
         elif create:
             self._table = await db.create_table(self.name, schema=self.schema)
             self._tail = set()  # empty and ours: every key written from now on is tracked
+            self._keys = set() if self.track_keys else None
         return self._table
 
     async def version(self) -> int | None:
@@ -156,6 +161,7 @@ class LanceTable:
         await table.checkout(version)
         await table.restore()
         self._tail, self._tail_checked = None, False  # the rolled-back keys are gone
+        self._keys = None
         return int(await table.version())
 
     async def count(self) -> int:
@@ -168,6 +174,7 @@ class LanceTable:
         assert table is not None
         await table.delete("true")
         self._tail = set()
+        self._keys = set() if self.track_keys else None
         return int(await table.version())
 
     async def fetch(self, where: str, columns: list[str] | None = None, *, indexed_only: bool = False) -> pa.Table:
@@ -190,6 +197,8 @@ class LanceTable:
         (`fast_search`): the cost does not grow with the number of small fragments. When the
         tail is unknown (another instance wrote last), every lookup scans the unindexed part.
         """
+        if self._keys is not None:
+            keys = [k for k in keys if k in self._keys]
         tail = await self._known_tail()
         slow = keys if tail is None else [k for k in keys if k in tail]
         fast = [] if tail is None else [k for k in keys if k not in tail]
@@ -229,8 +238,11 @@ class LanceTable:
                    .when_not_matched_insert_all().execute(data))
         else:
             await table.add(data)
+        written = data.column(self.key).to_pylist()
         if self._tail is not None:
-            self._tail.update(data.column(self.key).to_pylist())
+            self._tail.update(written)
+        if self._keys is not None:
+            self._keys.update(written)
         await self._ensure_index(table)
         if self._tail is not None and len(self._tail) >= REINDEX_TAIL:
             await self._reindex_key(table)
@@ -348,3 +360,4 @@ class LanceTable:
             self._db = None
         self._indexed = False
         self._tail, self._tail_checked = None, False
+        self._keys = None

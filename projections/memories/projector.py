@@ -88,7 +88,8 @@ class MemoriesProjector(LanceProjection):
         # over the directory creates them on its first write.
         self._table = LanceTable(self.directory, TABLE, self._lazy_schema,
                                  bitmap_columns=FILTER_COLUMNS if serving_indexes else (),
-                                 fts_columns={SEARCH_TEXT: FTS_CONFIG} if serving_indexes else None)
+                                 fts_columns={SEARCH_TEXT: FTS_CONFIG} if serving_indexes else None,
+                                 track_keys=unread)
         self._lock = WriterLock(self.directory)
         self._init_checkpointing()
         self._writes_since_optimize = 0
@@ -147,8 +148,14 @@ class MemoriesProjector(LanceProjection):
         if rows:
             await self._embed_missing(rows)
             data = self._to_arrow(rows, await self._stored_schema())
-            version: int | None = await (self._table.replace(data, existing) if self.unread and existing
-                                         else self._table.write(data, upsert=bool(existing)))
+            try:
+                version: int | None = await (self._table.replace(data, existing) if self.unread and existing
+                                             else self._table.write(data, upsert=bool(existing)))
+            except BaseException:
+                # a replace may have committed its delete: whoever applies next (a retry) first rolls the
+                # table back to the checkpoint's version
+                self._recovered = False
+                raise
             self._writes_since_optimize += 1
             self._rows_since_optimize += len(rows)
         else:
