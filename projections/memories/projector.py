@@ -4,9 +4,9 @@ One batch = one table commit: the batch is folded in memory (existing rows fetch
 `id IN (...)` query), new contents are embedded in ONE `embedder.embed` call (in a thread),
 the changed rows are written with one append (all new) or one `merge_insert("id")` upsert (an
 offline rebuild, which nobody reads meanwhile, deletes the changed rows and appends them: two
-commits, 4x cheaper), and then the checkpoint file is written atomically. The checkpoint records the table version
-it corresponds to, so `digest()` reads exactly the state as of the checkpoint even while a
-batch is being written.
+commits, 2.5-4x cheaper), and then the checkpoint file is written atomically. The checkpoint
+records the table version it corresponds to, so `digest()` reads exactly the state as of the
+checkpoint even while a batch is being written.
 
 Effectively-once: events at or before the checkpoint are dropped, and an event is skipped
 for a row whose stored `position` is already at or after it (a batch delivered again, or
