@@ -7,6 +7,7 @@ o origin, h hlc (added by the append script), d payload (orjson).
 from __future__ import annotations
 
 import dataclasses
+from functools import lru_cache
 from typing import Any, Mapping
 
 import orjson
@@ -16,14 +17,23 @@ from events.envelope import Event, UnknownPayload
 from events.errors import DecodeError
 
 
+@lru_cache(maxsize=None)
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls))
+
+
 def payload_to_dict(data: Any) -> dict[str, Any]:
     if isinstance(data, UnknownPayload):
         return data.raw
-    return {f.name: getattr(data, f.name) for f in dataclasses.fields(data)}
+    return {name: getattr(data, name) for name in _field_names(type(data))}
 
 
 def encode_payload(data: Any) -> bytes:
-    return orjson.dumps(payload_to_dict(data))
+    """The payload's JSON: a dataclass serialised by orjson itself, its fields in order (the bytes of
+    `payload_to_dict`'s dict, without building it: every commit pays this)."""
+    if isinstance(data, UnknownPayload):
+        return orjson.dumps(data.raw)
+    return orjson.dumps(data)
 
 
 def encode_fields(event: Event, origin: str) -> list[bytes]:

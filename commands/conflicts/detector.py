@@ -86,12 +86,14 @@ class ConflictDetector:
 
         async def one(commit: Event) -> list[Found]:
             d = commit.data
-            if not held[d.namespace]:
-                return []
             found = await self.related(new_side(commit), d.content, d.namespace)
             return [f for f in found if f.verdict.relation == CONFLICT][:MAX_CONFLICTS]
 
-        return list(await asyncio.gather(*(one(c) for c in commits)))
+        out: list[list[Found]] = [[] for _ in commits]
+        searched = [i for i, c in enumerate(commits) if held[c.data.namespace]]   # no task for the others
+        for i, found in zip(searched, await asyncio.gather(*(one(commits[i]) for i in searched))):
+            out[i] = found
+        return out
 
 
 def new_side(event: Event) -> Side:

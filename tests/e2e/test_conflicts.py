@@ -139,6 +139,20 @@ async def test_conflicts_stay_in_their_namespaces(api):
     assert third["conflicts"] == []
 
 
+async def test_a_batch_reports_each_entrys_conflicts_with_only_held_scopes_searched(api):
+    """A batch into two scopes, one holding no memory (not searched) and one where an entry contradicts a
+    stored memory: each entry's conflicts come back on that entry."""
+    alice = await api.register("alice")
+    first = await _commit(api, alice, PORT_A, namespace="shared", source="user_verbal")
+    entries = [{"content": "The NAS backs up at 02:00", "namespace": "alice-main"},
+               {"content": PORT_B, "namespace": "shared", "source": "config_parse"},
+               {"content": "The router's admin port is 8443", "namespace": "alice-main"}]
+    status, body = await api.call("POST", "/api/v1/batch-commit", alice, json={"entries": entries})
+    assert status == 201, body
+    assert [len(r["conflicts"]) for r in body["results"]] == [0, 1, 0]
+    assert body["results"][1]["conflicts"][0]["memory_id"] == first["memory_id"]
+
+
 @pytest.mark.parametrize("settings_overrides", [{"merge": True}], indirect=True)
 async def test_a_duplicate_is_merged_and_unmerged(api):
     alice = await api.register("alice")
