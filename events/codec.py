@@ -7,7 +7,6 @@ o origin, h hlc (added by the append script), d payload (orjson).
 from __future__ import annotations
 
 import dataclasses
-from functools import lru_cache
 from typing import Any, Mapping
 
 import orjson
@@ -17,15 +16,10 @@ from events.envelope import Event, UnknownPayload
 from events.errors import DecodeError
 
 
-@lru_cache(maxsize=None)
-def _field_names(cls: type) -> tuple[str, ...]:
-    return tuple(f.name for f in dataclasses.fields(cls))
-
-
 def payload_to_dict(data: Any) -> dict[str, Any]:
     if isinstance(data, UnknownPayload):
         return data.raw
-    return {name: getattr(data, name) for name in _field_names(type(data))}
+    return {f.name: getattr(data, f.name) for f in dataclasses.fields(data)}
 
 
 def encode_payload(data: Any) -> bytes:
