@@ -24,13 +24,8 @@ from serving_memory import _text   # English and Chinese texts of 40-300 charact
 from events import positions
 from events.catalogue import (EntitiesExtracted, MemoryCorrected, MemoryDeleted, MemoryFeedback, MemoryMarkedStale,
                               MemoryValidated, RecallServed, new_event)
-from events.codec import decode
 from events.envelope import Event
 from events.episode_events import EpisodeCommitted
-from events.redis import keys
-from events.redis.client import connect
-from events.redis.indexes import index_ops
-from events.redis.replies import entries
 from events.redis.store import EventStore
 
 ADMIN = ingest_bench.ADMIN
@@ -343,29 +338,10 @@ async def commit_phase(args) -> dict:
             await ingest_bench.commit_latency(s, base, key, 200)   # warm-up
             c16 = await ingest_bench.commit_throughput(s, base, key, 16, args.commit_seconds)
             load_c16 = os.getloadavg()[0]
-            redis = connect(url)
-            before = await EventStore(redis, origin="bench").last_position()
+            before = await ingest_bench.last_position(url)
             batch = await ingest_bench.batch_throughput(s, base, key, args.commit_batches, 1000)
-        try:
-            rows = entries(await redis.xrange(keys.STREAM, f"({before}", "+"))
-            cmds = []
-            for pos, fields in rows:
-                ops = [("bench:raw:" + op.key, [x for kv in op.mapping.items() for x in kv])
-                       for op in index_ops(decode(pos, fields))]
-                cmds.append(([x for kv in fields.items() for x in kv], ops))
-            t = time.perf_counter()
-            for at in range(0, len(cmds), 1000):
-                pipe = redis.pipeline(transaction=False)
-                for flat, ops in cmds[at:at + 1000]:
-                    pipe.execute_command("XADD", "bench:raw", "*", *flat)
-                    for k, kv in ops:
-                        pipe.execute_command("HSET", k, *kv)
-                pipe.execute_command("HSET", "bench:raw:hlc", "w", "0", "c", "0")   # the script's HLC state
-                await pipe.execute()
-            raw = len(cmds) / (time.perf_counter() - t)
-        finally:
-            await redis.aclose()
-    return {"c16": c16, "load_c16": load_c16, "batch": batch, "raw": raw, "raw_events": len(cmds),
+        raw, raw_events = await ingest_bench.raw_replay(url, before)
+    return {"c16": c16, "load_c16": load_c16, "batch": batch, "raw": raw, "raw_events": raw_events,
             "ratio": batch / raw, "load_batch": os.getloadavg()[0]}
 
 
