@@ -40,7 +40,8 @@ log = structlog.get_logger(__name__)
 UNGUARDED_PATHS = frozenset({"/health", "/api/v1/openapi.json"})
 
 _UNKNOWN = object()  # the log's epoch could not be read (Redis unreachable or slow)
-# the agent keys' version this request's check read (events.redis.keys.AGENT_KEYS_VERSION): the key cache's
+# the agent keys' version this request's check read (events.redis.keys.AGENT_KEYS_VERSION): what the key
+# cache of gateway.http.auth compares its kept answers with
 KEYS_VERSION = web.RequestKey("keys_version", str)
 
 

@@ -240,18 +240,15 @@ def _all(text: str) -> list[Entity]:
     # Patterns skipped when a character every match of them needs is absent (the result is the same):
     # most texts name no url, path or port, and each pattern scans the whole text.
     digit = _DIGIT.search(text) is not None
-    slash = "/" in text or "\\" in text
     for m in _CODE.finditer(text) if "`" in text else ():
         inner = m.group(1).strip()
         start = m.start(1) + m.group(1).index(inner) if inner else 0
         spaced = any(ch.isspace() for ch in inner)  # a command: left open for the kinds inside it
         if inner and c.free(m.start(), m.end()) and (spaced or not _structured(c, inner, start)):
             c.add(start, "identifier", inner, inner.lower(), None if spaced else m.end())
-    for pattern in (_URL, _IP, _PATH):
-        if (pattern is _URL and "://" not in text and "www." not in text.lower()) or \
-                (pattern is _IP and not (digit and "." in text)) or (pattern is _PATH and not slash):
-            continue
-        for m in pattern.finditer(text):
+    for pattern, possible in ((_URL, "://" in text or "www." in text.lower()), (_IP, digit and "." in text),
+                              (_PATH, "/" in text or "\\" in text)):
+        for m in pattern.finditer(text) if possible else ():
             value = m.group() if pattern is _IP else m.group().rstrip(_TRAIL)
             if value and c.free(m.start(), m.start() + len(value)):
                 _structured(c, value, m.start())
