@@ -18,23 +18,15 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections import Counter, OrderedDict
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
 
+from projections.serving.accumulate import accumulate
 from projections.serving.topk import top_hits
 
 __all__ = ["BM25Params", "LexicalIndex"]
-
-#: A term in more than this share of the slots is added to the scores as one dense row (its
-#: impacts laid out by slot, zeros elsewhere): a contiguous multiply-add over N floats beats
-#: scattering df of them from about df > N/10 (at 67k slots: 17 us against 64 us at df 20k).
-DENSE_SHARE = 0.1
-DENSE_MIN_SLOTS = 4096
-DENSE_BUDGET_BYTES = 32 << 20     # per index: the dense rows kept, least recently used dropped first ...
-DENSE_ROWS = 48                   # ... and no more than this many (48 x 4 bytes a slot at most)
-
 
 @dataclass(frozen=True, slots=True)
 class BM25Params:
@@ -66,21 +58,20 @@ class LexicalIndex:
         self._doc_tids = array("i")
         self._count = 0
         self._total_len = 0
-        # term id -> (postings length, avgdl, N) it was computed at, and each posting's BM25 part
-        # tf * (k1 + 1) / (tf + k1 * (1 - b + b * |d| / avgdl)): reused until the index changes
-        self._impacts: dict[int, tuple[int, float, int, np.ndarray]] = {}
-        self._dense: OrderedDict[str, tuple[tuple[int, float, int, int], np.ndarray]] = OrderedDict()
-        self._dense_bytes = 0
+        # term id -> (the generation it was computed at, each posting's BM25 part
+        # tf * (k1 + 1) / (tf + k1 * (1 - b + b * |d| / avgdl))): reused until the index changes
+        self._impacts: dict[int, tuple[int, np.ndarray]] = {}
+        self._generation = 0                                    # bumped by every add and remove
 
     def __len__(self) -> int:
         return self._count
 
     @property
     def nbytes(self) -> int:
-        """Bytes held in arrays (postings, per-document arrays, cached impacts and dense rows)."""
+        """Bytes held in arrays (postings, per-document arrays, cached impacts)."""
         postings = sum(a.itemsize * len(a) + b.itemsize * len(b) for a, b in self._postings)
         per_doc = len(self._indexed) + 20 * len(self._doc_len) + 4 * len(self._doc_tids)
-        return postings + per_doc + sum(v[3].nbytes for v in self._impacts.values()) + self._dense_bytes
+        return postings + per_doc + sum(v[1].nbytes for v in self._impacts.values())
 
     def _grow(self, slot: int) -> None:
         more = slot + 1 - len(self._indexed)
@@ -113,6 +104,7 @@ class LexicalIndex:
         self._doc_len[slot] = float(len(terms))
         self._count += 1
         self._total_len += len(terms)
+        self._generation += 1
 
     def remove(self, slot: int) -> None:
         if slot >= len(self._indexed) or not self._indexed[slot]:
@@ -122,6 +114,7 @@ class LexicalIndex:
         self._indexed[slot] = 0
         self._count -= 1
         self._total_len -= int(self._doc_len[slot])
+        self._generation += 1
         self._doc_len[slot] = 0.0
 
     def df(self, term: str) -> int:
@@ -167,65 +160,31 @@ class LexicalIndex:
         k1, b = self.params.k1, self.params.b
         avgdl = self._total_len / n if self._total_len > 0 else 1.0
         doc_len = np.frombuffer(self._doc_len, dtype=np.float32)
-        scores = np.zeros(len(doc_len), dtype=np.float32)
-        touched = False
+        parts: list[tuple[np.ndarray, np.ndarray]] = []
+        weights: list[float] = []
+        generation, tid_of, dfs, postings, impacts = self._generation, self._tid, self._df, self._postings, self._impacts
         for term, qtf in Counter(terms).items():
-            tid = self._tid.get(term)
-            df = 0 if tid is None else self._df[tid]
+            tid = tid_of.get(term)
+            if tid is None:
+                continue
+            df = dfs[tid]
             if df <= 0:
                 continue
-            assert tid is not None
-            raw_slots, raw_tfs = self._postings[tid]
+            raw_slots, raw_tfs = postings[tid]
             slots = np.frombuffer(raw_slots, dtype=np.int32)
-            idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-            cached = self._impacts.get(tid)
-            if cached is not None and cached[0] == len(raw_slots) and cached[1] == avgdl and cached[2] == n:
-                impact = cached[3]
+            cached = impacts.get(tid)
+            if cached is not None and cached[0] == generation:
+                impact = cached[1]
             else:
                 tfs = np.frombuffer(raw_tfs, dtype=np.float32)
                 norm = k1 * (1.0 - b + b * doc_len[slots] / avgdl)
                 impact = tfs * (k1 + 1.0) / (tfs + norm)
-                self._impacts[tid] = (len(raw_slots), avgdl, n, impact)
-            if len(slots) > DENSE_SHARE * len(doc_len) and len(doc_len) >= DENSE_MIN_SLOTS:
-                dense = self._dense_row(term, (len(raw_slots), avgdl, n, len(doc_len)), slots, impact)
-            else:
-                dense = None
-            if dense is None:
-                scores[slots] += (qtf * idf) * impact  # slots are unique per term
-            elif touched:
-                scores += dense * (qtf * idf)
-            else:
-                np.multiply(dense, qtf * idf, out=scores)
-            touched = True
-        return scores if touched else None
-
-    def _dense_row(self, term: str, key: tuple[int, float, int, int], slots: np.ndarray,
-                   impact: np.ndarray) -> np.ndarray | None:
-        """`impact` laid out by slot (see DENSE_SHARE), cached while the index is unchanged; at
-        most DENSE_BUDGET_BYTES, and DENSE_ROWS rows' worth, per index. None when the cache is
-        full of rows still valid: the caller scatters the term (building a row to evict another
-        costs more than the scatter it saves)."""
-        budget = min(DENSE_BUDGET_BYTES, DENSE_ROWS * 4 * key[3])
-        cached = self._dense.get(term)
-        if cached is not None and cached[0] == key:
-            self._dense.move_to_end(term)
-            return cached[1]
-        if cached is not None:
-            self._dense_bytes -= cached[1].nbytes
-            del self._dense[term]
-        need = 4 * key[3]
-        if self._dense_bytes + need > budget:
-            for old, (old_key, row) in list(self._dense.items()):
-                if old_key[1:] != key[1:]:   # computed at another state of the index: never valid again
-                    self._dense_bytes -= row.nbytes
-                    del self._dense[old]
-            if self._dense_bytes + need > budget:
-                return None
-        row = np.zeros(key[3], dtype=np.float32)
-        row[slots] = impact
-        self._dense[term] = (key, row)
-        self._dense_bytes += row.nbytes
-        return row
+                impacts[tid] = (generation, impact)
+            parts.append((slots, impact))
+            weights.append(qtf * math.log(1.0 + (n - df + 0.5) / (df + 0.5)))
+        if not parts:
+            return None
+        return accumulate(len(doc_len), parts, np.array(weights, dtype=np.float32))
 
     def search(self, terms: list[str], k: int, live: np.ndarray) -> list[tuple[int, float]]:
         """The `k` best (slot, score) among slots where `live` is true, best first (ties by slot)."""

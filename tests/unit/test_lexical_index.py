@@ -79,32 +79,48 @@ def test_chinese_query_finds_chinese_document() -> None:
     assert idx.search(terms(query_text("用户喜欢什么茶")), 3, _live(3))[0][0] == 2
 
 
-def test_common_terms_scored_as_dense_rows_give_the_same_scores(monkeypatch) -> None:
-    import random
+def test_compiled_accumulation_is_numpys_bit_for_bit() -> None:
+    from projections.serving import accumulate as acc
 
-    import projections.serving.bm25 as lexical
+    assert acc.KERNEL is not None   # SciPy's kernel is found: else every query takes the slow path
+    rng = np.random.default_rng(4)
+    for size, terms_n in [(1, 1), (50, 3), (6000, 12), (20_000, 40)]:
+        parts = []
+        for _ in range(terms_n):
+            df = int(rng.integers(1, size + 1))
+            slots = np.sort(rng.choice(size, df, replace=False)).astype(np.int32)
+            parts.append((slots, rng.random(df, dtype=np.float32) * 3))
+        weights = (rng.random(terms_n) * 5).astype(np.float32)
+        assert np.array_equal(acc.accumulate(size, parts, weights), acc.accumulate_numpy(size, parts, weights))
+    assert np.array_equal(acc.accumulate(7, [], np.zeros(0, np.float32)), np.zeros(7, np.float32))
+
+
+def test_scores_are_the_per_term_sum_in_query_order() -> None:
+    import random
 
     rng = random.Random(4)
     vocab = [f"w{i}" for i in range(300)]
     docs = [["common"] * rng.randint(1, 2) + (["half"] if i % 2 else []) + rng.sample(vocab, 6) for i in range(6000)]
-    queries = [["common", "w3"], ["half", "common", "w7", "w7"], ["w9", "half"], ["w1", "w2"]]
-
-    def all_scores(share: float, budget: int) -> tuple[list, "LexicalIndex"]:
-        monkeypatch.setattr(lexical, "DENSE_SHARE", share)
-        monkeypatch.setattr(lexical, "DENSE_BUDGET_BYTES", budget)
-        index = LexicalIndex()
-        for slot, doc in enumerate(docs):
-            index.add(slot, doc)
-        index.remove(17)
-        got = [index.scores(q) for q in queries for _ in range(2)]   # the second time from the caches
-        return got, index
-
-    scattered, _ = all_scores(2.0, 32 << 20)          # never dense
-    dense, index = all_scores(0.1, 32 << 20)          # "common" and "half" as dense rows
-    assert set(index._dense) == {"common", "half"}
-    for a, b in zip(scattered, dense):
-        assert np.array_equal(a, b)                   # bit for bit
-    small, index = all_scores(0.1, 6000 * 4)          # room for one row: the other is dropped
-    assert len(index._dense) == 1 and index._dense_bytes <= 6000 * 4
-    for a, b in zip(scattered, small):
-        assert np.array_equal(a, b)
+    index = LexicalIndex()
+    for slot, doc in enumerate(docs):
+        index.add(slot, doc)
+    index.remove(17)
+    n, avgdl = len(index), index._total_len / len(index)
+    k1, b = index.params.k1, index.params.b
+    lengths = np.array([len(d) for d in docs], dtype=np.float32)
+    for query in [["common", "w3"], ["half", "common", "w7", "w7"], ["w9", "half"], ["w1", "w2", "absent"]]:
+        want = np.zeros(len(docs), dtype=np.float32)
+        for term in dict.fromkeys(query):
+            holders = [s for s, d in enumerate(docs) if term in d]
+            if not holders:
+                continue
+            slots = np.array(holders, dtype=np.int64)
+            tfs = np.array([docs[s].count(term) for s in holders], dtype=np.float32)
+            impact = tfs * (k1 + 1.0) / (tfs + k1 * (1.0 - b + b * lengths[slots] / avgdl))
+            df = index.df(term)
+            want[slots] += impact * np.float32(query.count(term) * math.log(1.0 + (n - df + 0.5) / (df + 0.5)))
+        for _ in range(2):   # the second time from the cached impacts
+            got = index.scores(query)
+            assert got is not None
+            got[17] = want[17] = 0.0   # removed: a stale value, masked by the owner
+            assert np.array_equal(got, want)

@@ -1,0 +1,51 @@
+"""Weighted sums of sparse rows: BM25's inner loop (`projections.serving.bm25`).
+
+``accumulate(size, parts, weights)`` returns ``out[s] = sum over i of weights[i] * values_i[s]``
+for the parts ``(slots_i, values_i)`` (each one's slots distinct), in float32, the parts added in
+order. That is numpy's ``out[slots] += w * values`` part after part, but numpy converts every
+int32 slot array to int64 before scattering, which is more than half of its cost (250 against
+45 us for 40k postings). SciPy's compiled sparse kernel (``csc_matvec``, a column-major
+matrix-vector product over int32 indices) does the same float32 multiply-adds in the same order
+without the copy: the result is bit for bit numpy's (a test checks it on this build).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["KERNEL", "accumulate", "accumulate_numpy"]
+
+
+def _kernel() -> Any:
+    try:
+        from scipy.sparse import _sparsetools   # private, but csc_matvec's signature is SciPy's oldest
+    except ImportError:  # pragma: no cover - scipy is a dependency
+        return None
+    return getattr(_sparsetools, "csc_matvec", None)
+
+
+KERNEL = _kernel()
+
+
+def accumulate_numpy(size: int, parts: list[tuple[np.ndarray, np.ndarray]], weights: np.ndarray) -> np.ndarray:
+    out = np.zeros(size, dtype=np.float32)
+    for (slots, values), w in zip(parts, weights):
+        out[slots] += values * w
+    return out
+
+
+def accumulate(size: int, parts: list[tuple[np.ndarray, np.ndarray]], weights: np.ndarray) -> np.ndarray:
+    """`weights` float32, one per part; slots int32, values float32."""
+    if KERNEL is None or len(parts) == 0:
+        return accumulate_numpy(size, parts, weights)
+    indptr = np.zeros(len(parts) + 1, dtype=np.int32)
+    np.cumsum([len(s) for s, _ in parts], out=indptr[1:])
+    if indptr[-1] >= 2 ** 31:   # pragma: no cover - int32 offsets
+        return accumulate_numpy(size, parts, weights)
+    slots = np.concatenate([s for s, _ in parts]) if len(parts) > 1 else parts[0][0]
+    values = np.concatenate([v for _, v in parts]) if len(parts) > 1 else parts[0][1]
+    out = np.zeros(size, dtype=np.float32)
+    KERNEL(size, len(parts), indptr, slots, values, weights, out)
+    return out
