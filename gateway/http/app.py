@@ -32,6 +32,7 @@ from gateway.http.handlers import (
     admin, agents, audit_log, backups, conflicts, consolidation, episodes, evaluation, feedback, graph, instances, memories, metrics,
     prometheus, recall, replicas, sessions, synonyms, system, tombstones,
 )
+from gateway.process.gateway_steps import follow_serving_index
 from gateway.process.instance_beat import beat_until
 from gateway.process.wiring import Services, open_services
 from gateway.process.settings import Settings
@@ -111,6 +112,7 @@ def _start_runners(s: Services) -> None:
     if s.reactions is not None:
         s.runner_tasks.append(asyncio.create_task(s.reactions.run(s.stopping), name="reactions"))
         log.info("reactions.started", policies=[p.name for p in s.reactions.policies])
+    s.runner_tasks.append(asyncio.create_task(follow_serving_index(s.recall, s.stopping), name="serving_index"))
     s.runner_tasks.append(asyncio.create_task(
         beat_until(s.stopping, s.instances, settings.instance_id, settings.role, _gateway_record(s),
                    lambda: settings.role), name="heartbeat"))

@@ -168,6 +168,10 @@ SCHEMAS: dict[str, Any] = {
         "role": {"type": "string", "enum": ["primary"]}, "instance_id": {"type": "string"},
         "primary": {"type": ["string", "null"], "description": "a replica's primary (none on a primary)"},
         "link": {"type": ["string", "null"], "description": "a replica's link to its primary (none on a primary)"},
+        "serving_index": {"type": ["object", "null"], "description": "ready: recalls are served from memory (false "
+                          "while the index loads: LanceDB serves them, slower); position: the memories checkpoint "
+                          "it reflects", "properties": {"ready": {"type": "boolean"},
+                                                        "position": {"type": ["string", "null"]}}},
         "lag_ms": {"type": ["integer", "null"], "description": "the slowest projection's lag in stream time"},
         "lag_events": {"type": ["integer", "null"],
                        "description": "events after the slowest projection's checkpoint (counted up to 10,000)"}}},

@@ -91,17 +91,10 @@ class Ivf:
     def search(self, vectors: VectorRows | np.ndarray, size: int, query: np.ndarray, k: int, live: np.ndarray,
                params: IvfParams) -> list[tuple[int, float]]:
         rows = as_rows(vectors)
-        nlist = len(self.centroids)
-        lists = np.argsort(-(self.centroids @ query), kind="stable")
-        want = max(params.scan_fraction * len(self.order), 1.0)
-        sizes = np.diff(self.offsets)[lists]
-        probe = max(int(np.searchsorted(np.cumsum(sizes), want)) + 1, min(params.min_probe, nlist))
-        probed = lists[:probe]
-        ranges = [(lo, hi) for lo, hi in zip(self.offsets[probed].tolist(), self.offsets[probed + 1].tolist())
-                  if hi > lo]
+        ranges = self._probed(query, params)
         if self.reduced is not None:
-            cand, scores = self._reduced_scan(ranges, rows, size, query, max(params.rerank, 4 * k), live)
-            return top_hits(cand, scores, k)
+            cand, _ = self._reduced_scan(ranges, rows, size, query, max(params.rerank, 4 * k), live)
+            return top_hits(cand, rows.dot_slots(query, cand), k)
         parts = [self.order[lo:hi] for lo, hi in ranges]
         if size > self.covered:  # rows added since the partitioning: scanned exactly
             parts.append(np.arange(self.covered, size, dtype=np.int32))
@@ -111,11 +104,37 @@ class Ivf:
         cand = cand[live[cand]]
         return top_hits(cand, rows.dot_slots(query, cand), k)
 
+    def coarse(self, vectors: VectorRows | np.ndarray, size: int, query: np.ndarray, k: int, live: np.ndarray,
+               params: IvfParams) -> tuple[np.ndarray, np.ndarray] | None:
+        """The reduced scan's best `max(rerank, 4k)` live slots and their approximate cosines (the
+        reduced score plus q . center: comparable across partitions), not re-scored; None when
+        this partitioning scans full vectors."""
+        if self.reduced is None:
+            return None
+        assert self.center is not None
+        cand, approx = self._reduced_scan(self._probed(query, params), as_rows(vectors), size, query,
+                                          max(params.rerank, 4 * k), live)
+        return cand, approx + np.float32(query @ self.center)
+
+    def _probed(self, query: np.ndarray, params: IvfParams) -> list[tuple[int, int]]:
+        """The ranges of `order` of the lists a query scans: the nearest until `scan_fraction`."""
+        nlist = len(self.centroids)
+        if nlist == 1:
+            return [(0, int(self.offsets[1]))] if self.offsets[1] > 0 else []
+        lists = np.argsort(-(self.centroids @ query), kind="stable")
+        want = max(params.scan_fraction * len(self.order), 1.0)
+        sizes = np.diff(self.offsets)[lists]
+        probe = max(int(np.searchsorted(np.cumsum(sizes), want)) + 1, min(params.min_probe, nlist))
+        probed = lists[:probe]
+        return [(lo, hi) for lo, hi in zip(self.offsets[probed].tolist(), self.offsets[probed + 1].tolist())
+                if hi > lo]
+
     def _reduced_scan(self, ranges: list[tuple[int, int]], rows: VectorRows, size: int, query: np.ndarray,
                       rerank: int, live: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The probed lists and the tail scanned in the reduced space; the best `rerank` live
-        rows re-scored with the full vectors. (q . v = q . center + q . (v - center): the first
-        term is the same for every row, so the reduced scores rank like the full ones.)"""
+        """The probed lists and the tail scanned in the reduced space: the best `rerank` live
+        slots and their reduced scores, to be re-scored with the full vectors. (q . v = q . center
+        + q . (v - center): the first term is the same for every row, so the reduced scores rank
+        like the full ones.)"""
         assert self.reduced is not None and self.basis is not None
         q = query @ self.basis
         slots = [self.order[lo:hi] for lo, hi in ranges]
@@ -124,13 +143,15 @@ class Ivf:
             slots.append(np.arange(self.covered, size, dtype=np.int32))
             coarse.append(self._tail(rows, size) @ q)
         if not slots:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        cand, scores = np.concatenate(slots), np.concatenate(coarse)
+            return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
+        cand, scores = (slots[0], coarse[0]) if len(slots) == 1 else (np.concatenate(slots), np.concatenate(coarse))
         ok = live[cand]
-        cand, scores = cand[ok], scores[ok]
+        if not ok.all():
+            cand, scores = cand[ok], scores[ok]
         if len(cand) > rerank:
-            cand = cand[np.argpartition(-scores, rerank - 1)[:rerank]]
-        return cand, rows.dot_slots(query, cand)
+            keep = np.argpartition(-scores, rerank - 1)[:rerank]
+            cand, scores = cand[keep], scores[keep]
+        return cand, scores
 
     def _tail(self, rows: VectorRows, size: int) -> np.ndarray:
         """Reduced rows of slots covered..size, projecting only the rows added since last time

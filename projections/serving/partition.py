@@ -363,6 +363,12 @@ class Partition:
         # (a flat partitioning without principal axes scans everything anyway: exactly, contiguously)
         return exact_top(self.vectors, query, k, self.live, size=self.size)
 
+    def dense_coarse(self, query: np.ndarray, k: int, ivf: IvfParams) -> tuple[np.ndarray, np.ndarray] | None:
+        """The reduced scan's candidates and approximate cosines (`Ivf.coarse`), to be re-scored
+        by the caller with `vectors.dot_slots`; None when this partition searches otherwise."""
+        index = self.ivf
+        return None if index is None else index.coarse(self.vectors, self.size, query, k, self.live, ivf)
+
     def wants_ivf(self, params: IvfParams) -> bool:
         """Partition from `flat_min_rows` live rows: flat (one list, the reduced scan) below
         `min_rows`, into ~sqrt(N) lists from it; again once the rows added since outgrow it."""

@@ -15,7 +15,8 @@ For each scale point, in order:
   60% commits, 30% `recall.served`, 10% others (feedback, corrections, entities, episodes, deletes, stale,
   validated); then wait until every projector has folded it: the projection rate (memories/s and
   events/s, from the first batch to the last fold);
-- measure, --runs times (medians printed, the load average of each run beside each figure): RSS of the
+- measure, --runs times, once /health says the serving index serves at the memories checkpoint (as a
+  readiness check would wait; medians printed, the load average of each run beside each figure): RSS of the
   gateway process alone, of its children (projectors, query embedder) and of redis; disk (projections,
   embedding cache, redis AOF); recall p50/p99 over HTTP at c=1 and recalls/s at c=16 (cache off, distinct
   queries) for two scopes of agent bench0, each printed with its live memories: "own" (the default: its

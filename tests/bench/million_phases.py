@@ -307,6 +307,7 @@ async def measure(s: aiohttp.ClientSession, base: str, pids: dict, store: EventS
     rng = random.Random(f"{state['committed']}-{run}-{args.seed}")
     projectors = [p for p, label in labels.items() if label == "projectors"]
     out["recall"] = {}
+    out["serving_wait_s"] = await serving_index_ready(s, base)
     for name, scope, extra in (("own", own, {}), ("all", own + others, {"include_namespaces": others})):
         figures = await recall_figures(s, base, {"X-API-Key": key}, extra, store, rng, args, projectors,
                                        pids["gateway"])
@@ -343,6 +344,26 @@ async def commit_phase(args) -> dict:
         raw, raw_events = await ingest_bench.raw_replay(url, before)
     return {"c16": c16, "load_c16": load_c16, "batch": batch, "raw": raw, "raw_events": raw_events,
             "ratio": batch / raw, "load_batch": os.getloadavg()[0]}
+
+
+async def serving_index_ready(s: aiohttp.ClientSession, base: str, timeout_s: float = 900) -> float:
+    """Wait, as a load balancer's readiness check would, until /health says recalls are served from
+    memory at the memories projector's checkpoint (after a start, the index loads: ~15 s at 100k, LanceDB
+    serving meanwhile at 0.3-0.5 s a recall). Returns the seconds waited."""
+    t = time.perf_counter()
+    while time.perf_counter() - t < timeout_s:
+        async with s.get(f"{base}/health") as r:
+            health = await r.json()
+        served = health.get("serving_index") or {}
+        if served.get("ready") and served.get("position") == health["projectors"].get("memories", {}).get("position"):
+            break
+        await asyncio.sleep(0.2)
+    else:
+        print(f"  (the serving index was not ready in {timeout_s:.0f} s: going on)", flush=True)
+    waited = time.perf_counter() - t
+    if waited > 1:
+        print(f"    serving index ready after {waited:.1f} s", flush=True)
+    return waited
 
 
 async def projectors_ready(data_dir: Path, timeout_s: float = 600) -> None:

@@ -180,3 +180,25 @@ async def test_recall_is_served_from_the_in_memory_index_and_reads_its_writes(ap
         status, body = await api.recall(key, f"deploy freeze number {round_}", top_k=1, diversity=0.0,
                                         after=more["__position"], cache=False)
         assert body["results"][0]["memory_id"] == more[f"Deploy freeze number {round_} starts on Friday at noon"]
+
+
+
+async def test_health_says_whether_recalls_are_served_from_memory(api):
+    """/health's serving_index: ready once recalls are served from memory (LanceDB serves them while it
+    loads), and the memories checkpoint it reflects: the memories projector's, once it caught up."""
+    from tests.eventually import eventually
+
+    key = await api.register("alice")
+    index = api.client.app[RECALL].index
+    await _batch(api, key, [f"Maintenance window {i} is on Tuesday at {i} am" for i in range(5)])
+    await api.settle()
+
+    async def followed() -> dict | None:
+        _, health = await api.call("GET", "/health", key=None)
+        served = health["serving_index"]
+        return health if served["ready"] and served["position"] == health["projectors"]["memories"]["position"] \
+            else None
+
+    health = await eventually(followed, timeout_s=10, what="the serving index at the memories checkpoint")
+    assert index.stats()["namespaces"]["alice-main"]["rows"] == 5
+    assert health["serving_index"] == {"ready": True, "position": index.position}

@@ -243,3 +243,57 @@ def test_the_row_arena_round_trips_and_rewrites_its_garbage(monkeypatch) -> None
     arena.remove(1)
     assert arena.get(1, "m1") is None and arena.get(0, "m0") == full | {"version": 8}
     assert arena.nbytes < 2 * len(row_arena._encode(full)) + 16 * 2 + 64   # the garbage was rewritten away
+
+
+async def test_a_loaded_index_is_out_of_the_cyclic_collectors_scans(store, tmp_path: Path) -> None:
+    """Each term's postings are GC-tracked arrays: a full collection walked them all (76 ms at 100k
+    memories) until the load froze them. Reference counting still frees a dropped index."""
+    import gc
+    import weakref
+
+    emb = HashEmbedder(dim=32)
+    await store.append([commit(f"a{i}", f"note {i} with its own word w{i}x", "alice-main") for i in range(40)])
+    await project(store, tmp_path, emb)
+    gc.unfreeze()
+    index = ServingIndex(tmp_path)
+    assert await index.wait_ready()
+    lexical = index._state.parts["alice-main"].lexical
+    tracked = {id(o) for o in gc.get_objects()}
+    postings = [a for pair in lexical._postings for a in pair]
+    assert len(postings) >= 80 and gc.is_tracked(postings[0])
+    assert not any(id(a) in tracked for a in postings)   # frozen: no collection scans them
+    assert gc.get_freeze_count() >= len(postings)
+    gone = weakref.ref(index._state.parts["alice-main"])
+    await index.close()
+    del lexical, postings
+    assert gone() is None                                  # freed all the same
+
+
+async def test_the_gateway_keeps_the_index_at_the_checkpoint_while_no_recall_comes(store, tmp_path: Path) -> None:
+    """A write burst with no recall used to leave the index behind until the next recall, which then
+    reloaded it (more than BIG_DELTA rows) and left recalls to LanceDB meanwhile."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from gateway.process.gateway_steps import follow_serving_index
+    from projections.core import checkpoint as checkpoint_file
+    from tests.eventually import eventually
+
+    emb = HashEmbedder(dim=32)
+    await store.append([commit("a0", "the first note", "alice-main")])
+    await project(store, tmp_path, emb)
+    index = ServingIndex(tmp_path)
+    assert await index.wait_ready()
+    stopping = asyncio.Event()
+    follower = asyncio.create_task(follow_serving_index(SimpleNamespace(index=index), stopping, every_s=0.05))
+    try:
+        await store.append([commit(f"a{i}", f"note number {i}", "alice-main") for i in range(1, 30)])
+        await project(store, tmp_path, emb)
+        want = checkpoint_file.load(tmp_path).position
+        assert index.position != want
+        await eventually(lambda: index.position == want, timeout_s=10, what="the index at the checkpoint")
+        assert index.stats()["namespaces"]["alice-main"]["rows"] == 30
+    finally:
+        stopping.set()
+        await asyncio.wait_for(follower, 5)
+        await index.close()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from projections.serving.dense import IvfParams, exact_top, train_ivf
@@ -180,3 +182,44 @@ def test_a_flat_partitioning_without_principal_axes_scans_exactly() -> None:
     assert [s for s, _ in part.dense(noise[5], 3, IvfParams())][0] == 5
     assert [s for s, _ in part.dense(noise[5], 10, IvfParams())] == \
         [s for s, _ in exact_top(part.vectors, noise[5], 10, part.live, size=part.size)]
+
+
+async def test_several_namespaces_rescore_the_best_of_their_pooled_candidates() -> None:
+    """A recall over several namespaces re-scores the best candidates of all their reduced scans
+    (as many as one namespace does), not that many of each: the same hits as searching each
+    namespace on its own, nearly always, with exact cosines."""
+    from projections.serving.bm25 import BM25Params
+    from projections.serving.index import ServingIndex, _State
+    from projections.serving.partition import Partition
+
+    dim, per = 512, 3_000
+    params = IvfParams(min_rows=4_000)
+    index = ServingIndex(Path("unused"), ivf=params)
+    index._state = _State()
+    for k in range(5):                      # each namespace its own topics, as agents' memories
+        vectors = _low_rank(per, dim, 48, 20 + k).astype(np.float32)
+        part = Partition(f"ns{k}", dim, BM25Params())
+        for i in range(per):
+            part.add({"id": f"n{k}-{i}", "content": "x"}, vectors[i], ["x"])
+        part.remove(3)
+        part.ivf = part.train(params)
+        assert part.ivf.basis is not None
+        index._state.parts[part.namespace] = part
+    namespaces = list(index._state.parts)
+    same_top, found = 0, 0
+    queries = _low_rank(60, dim, 48, 20).astype(np.float32)
+    for q in queries:
+        got = await index.adense(q, namespaces, 50)
+        alone = []
+        for ns in namespaces:
+            alone += await index.adense(q, [ns], 50)    # one namespace: its own re-scoring
+        alone.sort(key=lambda h: (-h[1], h[0]))
+        assert [c for _, c in got] == sorted((c for _, c in got), reverse=True)
+        assert "n0-3" not in {i for i, _ in got}
+        for mid, cos in got[:10]:
+            ns, slot = mid.split("-")
+            part = index._state.parts[ns.replace("n", "ns")]
+            assert abs(cos - float(part.vectors.row(int(slot)) @ q)) < 1e-5
+        found += len({i for i, _ in alone[:10]} & {i for i, _ in got[:10]})
+        same_top += got[0][0] == alone[0][0]
+    assert found / (10 * len(queries)) >= 0.99 and same_top / len(queries) >= 0.99

@@ -11,7 +11,7 @@ from events.errors import LogResetError
 from gateway.process.lag import lag
 from gateway.process.replica_side import replication_link_of
 from replicas.runtime import ReplicaRuntime
-from gateway.http.appkeys import EMBEDDER, EPOCH_GUARD, QUERIES, REPLICA, SETTINGS, STORE
+from gateway.http.appkeys import EMBEDDER, EPOCH_GUARD, QUERIES, RECALL, REPLICA, SETTINGS, STORE
 from gateway.http.errors import error_response
 from gateway.http.openapi import openapi_document
 from gateway.http.queues import queues
@@ -25,7 +25,8 @@ async def health(request: web.Request) -> web.Response:
     # `primary`/`link` describe a replica's link to its primary: none on a primary
     body: dict = {"status": "ok" if redis_ok else "degraded", "redis": redis_ok,
                   "role": "replica" if settings.is_replica else "primary", "instance_id": settings.instance_id,
-                  "primary": None, "link": None, "embedding_model": request.app[EMBEDDER].model_id}
+                  "primary": None, "link": None, "embedding_model": request.app[EMBEDDER].model_id,
+                  "serving_index": _serving_index(request)}
     replica = request.app.get(REPLICA)
     if replica is not None:
         body.update(await _replica_health(request, replica))
@@ -45,6 +46,13 @@ async def health(request: web.Request) -> web.Response:
     if not redis_ok:  # the one error shape, the health document in its details
         return error_response(503, ErrorCode.UNAVAILABLE, "the event log (Redis) is unreachable", body)
     return json_response(body)
+
+
+def _serving_index(request: web.Request) -> dict | None:
+    """Whether recalls are served from memory yet (while it loads, LanceDB serves them, slower), and
+    the memories checkpoint it reflects. None: this process serves from LanceDB only."""
+    index = request.app[RECALL].index
+    return None if index is None else {"ready": index.ready, "position": index.position}
 
 
 async def _replica_health(request: web.Request, replica: ReplicaRuntime) -> dict:
