@@ -73,6 +73,7 @@ class ServingIndex:
         self._loading: asyncio.Task | None = None
         self._training: set[asyncio.Task] = set()
         self._table = TableAt(self.directory)
+        self._unfrozen = 0     # rows applied since the index's objects were last frozen (heap.freeze_long_lived)
 
     # ------------------------------------------------------------------ sync
 
@@ -216,7 +217,10 @@ class ServingIndex:
         self._apply_rows(state, data)
         if data.num_rows > LOAD_BATCH:
             await asyncio.to_thread(give_back_freed_memory)
+        self._unfrozen += data.num_rows
+        if self._unfrozen > LOAD_BATCH:   # many small deltas add as many objects as a big one
             freeze_long_lived()
+            self._unfrozen = 0
         return True
 
     def _apply_rows(self, state: _State, data: pa.Table) -> None:

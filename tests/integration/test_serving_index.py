@@ -269,6 +269,30 @@ async def test_a_loaded_index_is_out_of_the_cyclic_collectors_scans(store, tmp_p
     assert gone() is None                                  # freed all the same
 
 
+async def test_many_small_deltas_are_frozen_like_a_load(store, tmp_path: Path, monkeypatch) -> None:
+    import gc
+
+    import projections.serving.index as serving
+
+    monkeypatch.setattr(serving, "LOAD_BATCH", 12)
+    emb = HashEmbedder(dim=32)
+    await store.append([commit("a0", "the first note", "alice-main")])
+    await project(store, tmp_path, emb)
+    index = ServingIndex(tmp_path)
+    assert await index.wait_ready()
+    for round_ in range(4):                                # 5 rows each: frozen after the third
+        await store.append([commit(f"r{round_}-{i}", f"word{round_}x{i} arrives", "alice-main") for i in range(5)])
+        await project(store, tmp_path, emb)
+        assert await index.refresh()
+    lexical = index._state.parts["alice-main"].lexical
+    tracked = {id(o) for o in gc.get_objects()}
+    early = [a for t in ("word0x0", "word2x4") for a in lexical._postings[lexical._tid[t]]]
+    late = [a for a in lexical._postings[lexical._tid["word3x0"]]]
+    assert not any(id(a) in tracked for a in early)        # applied before the freeze: frozen
+    assert all(id(a) in tracked for a in late)             # after it: young, collected as usual
+    await index.close()
+
+
 async def test_the_gateway_keeps_the_index_at_the_checkpoint_while_no_recall_comes(store, tmp_path: Path) -> None:
     """A write burst with no recall used to leave the index behind until the next recall, which then
     reloaded it (more than BIG_DELTA rows) and left recalls to LanceDB meanwhile."""
