@@ -317,11 +317,17 @@ async def measure(s: aiohttp.ClientSession, base: str, pids: dict, store: EventS
     for pid, label in tree_labels(pids["gateway"]).items():
         rss[label] = rss.get(label, 0) + pid_rss(pid)
     out["rss"], out["load_rss"] = rss, os.getloadavg()[0]
-    out["replay"] = await rebuild_all(store, work / "data", redis_url)
-    out["load_replay"] = os.getloadavg()[0]
-    if args.replay_cli:
-        out["replay_cli"] = replay_cli(redis_url, work / "data", await store.length())
-    out["ref_fold"] = await fold_only(store, work / "data")
+    # printed at once: the replays below hold the whole projection state in this process
+    print(f"    measured: RSS MB {({k: v >> 20 for k, v in rss.items()})}; recall "
+          + "; ".join(f"{name} scope {r['scope']:,}: c=1 p50 {r['p50']:.2f} p99 {r['p99']:.2f} ms, c=16 {r['c16']:,.0f}/s, "
+                      f"gateway {r['gw_cpu_ms']:.3f} ms, projectors {r['proj_cpu_raw_ms']:.3f} ms CPU/recall"
+                      for name, r in out["recall"].items()), flush=True)
+    if args.replay:
+        out["replay"] = await rebuild_all(store, work / "data", redis_url)
+        out["load_replay"] = os.getloadavg()[0]
+        if args.replay_cli:
+            out["replay_cli"] = replay_cli(redis_url, work / "data", await store.length())
+        out["ref_fold"] = await fold_only(store, work / "data")
     out["ref_scan"] = {name: exact_scan(work / "data", scope, args.ref_queries)
                        for name, scope in (("own", own), ("all", own + others))}
     return out
