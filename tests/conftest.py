@@ -35,7 +35,7 @@ def _redis_binary() -> str:
 
 @pytest.fixture(autouse=True)
 def _collectable_after_each_test():
-    """A serving index that loads freezes what is alive (`projections.serving.heap.freeze_long_lived`);
+    """A serving index that loads freezes what is alive (`projections.core.heap.freeze_long_lived`);
     in the one process of a test session, each test's leftovers become collectable again after it."""
     yield
     gc.unfreeze()

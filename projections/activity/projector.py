@@ -110,10 +110,10 @@ class ActivityProjector(SqliteProjection):
 
     def _digest(self) -> str:
         d = Digester()
-        rows, hw = self._snapshot("SELECT memory_id, origin, count, last_ms FROM recalls ORDER BY memory_id, origin",
-                                  "SELECT origin, position FROM high_water ORDER BY origin")
-        for mid, origin, count, last in rows:
-            d.add({"t": "recalls", "memory_id": mid, "origin": origin, "count": count, "last_ms": last})
-        for origin, pos in hw:
-            d.add({"t": "high_water", "origin": origin, "position": pos})
+        with self._snapshot("SELECT memory_id, origin, count, last_ms FROM recalls ORDER BY memory_id, origin",
+                            "SELECT origin, position FROM high_water ORDER BY origin") as (rows, hw):
+            for mid, origin, count, last in rows:
+                d.add({"t": "recalls", "memory_id": mid, "origin": origin, "count": count, "last_ms": last})
+            for origin, pos in hw:
+                d.add({"t": "high_water", "origin": origin, "position": pos})
         return d.hexdigest()

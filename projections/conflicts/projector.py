@@ -79,7 +79,7 @@ class ConflictsProjector(SqliteProjection):
 
     def _digest(self) -> str:
         d = Digester()
-        (rows,) = self._snapshot(f"SELECT {', '.join(COLUMNS)} FROM conflicts ORDER BY conflict_id")
-        for row in rows:
-            d.add(dict(zip(COLUMNS, row)))
+        with self._snapshot(f"SELECT {', '.join(COLUMNS)} FROM conflicts ORDER BY conflict_id") as (rows,):
+            for row in rows:
+                d.add(dict(zip(COLUMNS, row)))
         return d.hexdigest()

@@ -101,10 +101,10 @@ class ConsolidationProjector(SqliteProjection):
 
     def _digest(self) -> str:
         d = Digester()
-        snapshots = self._snapshot(*(f"SELECT * FROM {table} ORDER BY 1" for table in TABLES))
-        for table, rows in zip(TABLES, snapshots):
-            for row in rows:
-                d.add({"table": table, "row": list(row)})
+        with self._snapshot(*(f"SELECT * FROM {table} ORDER BY 1" for table in TABLES)) as snapshots:
+            for table, rows in zip(TABLES, snapshots):
+                for row in rows:
+                    d.add({"table": table, "row": list(row)})
         return d.hexdigest()
 
 

@@ -2,7 +2,8 @@
 
 A digest is a sha256 (hex) over canonical orjson of the rows sorted by key: either row by
 row (`Digester`, `digest_rows`: one row per line, keys sorted) or, for columnar stores, column
-by column (`digest_columns`: every column's values in key order). Floats are rounded to 6
+by column (`digest_columns`: every column's values in key order; `ColumnDigester` takes them a chunk
+at a time, for tables too big to hold as Python lists: the same digest). Floats are rounded to 6
 places; vectors are stood for by ``[model, sha256(content)]`` so that a digest says "same
 rows, same inputs to the same model" without depending on the float noise of an embedding run.
 """
@@ -10,7 +11,7 @@ rows, same inputs to the same model" without depending on the float noise of an 
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import orjson
 
@@ -107,3 +108,51 @@ def digest_columns(columns: Mapping[str, list[Any]], *, canonicalize: bool = Tru
         raise ValueError(f"columns of different lengths: {sorted(lengths)}")
     doc = {name: canonical(values) if canonicalize else values for name, values in columns.items()}
     return hashlib.sha256(orjson.dumps(doc, option=_OPTS)).hexdigest()
+
+
+class ColumnDigester:
+    """`digest_columns(..., canonicalize=False)` of the same values, never holding a whole column: feed
+    every column of `names` in sorted order (`names` is that order), each as lists of its values
+    (floats already rounded) in key order. The same bytes are hashed: orjson's `{"name":[v,...],...}`,
+    keys sorted, each list's `[...]` without its brackets, joined by commas (a 1M-row table digested
+    whole held ~30M Python values, several GB)."""
+
+    def __init__(self, names: Iterable[str]) -> None:
+        self.names = sorted(names)
+        self._h = hashlib.sha256(b"{")
+        self._fed = 0
+        self._lengths: set[int] = set()
+
+    def add(self, name: str, chunks: Iterable[list[Any]]) -> None:
+        if self._fed >= len(self.names) or name != self.names[self._fed]:
+            raise ValueError(f"column {name!r} out of order: expected {self.names[self._fed:self._fed + 1]}")
+        h = self._h
+        h.update(b"," if self._fed else b"")
+        h.update(orjson.dumps(name))
+        h.update(b":[")
+        count = 0
+        for chunk in chunks:
+            if chunk:
+                h.update(b"," if count else b"")
+                h.update(orjson.dumps(chunk, option=_OPTS)[1:-1])
+                count += len(chunk)
+        h.update(b"]")
+        self._lengths.add(count)
+        self._fed += 1
+
+    def hexdigest(self) -> str:
+        if self._fed != len(self.names):
+            raise ValueError(f"columns not fed: {self.names[self._fed:]}")
+        if len(self._lengths) > 1:
+            raise ValueError(f"columns of different lengths: {sorted(self._lengths)}")
+        h = self._h.copy()
+        h.update(b"}")
+        return h.hexdigest()
+
+
+def digest_column_chunks(columns: Mapping[str, Callable[[], Iterable[list[Any]]]]) -> str:
+    """`ColumnDigester` over `columns`: each column's function gives its lists of values."""
+    d = ColumnDigester(columns)
+    for name in d.names:
+        d.add(name, columns[name]())
+    return d.hexdigest()

@@ -18,15 +18,17 @@ import asyncio
 import time
 from datetime import timedelta
 from pathlib import Path
+from collections.abc import Awaitable, Iterator, Mapping
 from typing import Any, Callable
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import structlog
 
 from events import positions
 from projections.core import checkpoint as checkpoint_file
 from projections.core.checkpoint import Checkpoint
-from projections.core.digest import digest_columns
+from projections.core.digest import ColumnDigester, canonical
 from projections.core.errors import RebuildRequired
 from projections.core.lance import LanceTable, WriterLock
 
@@ -149,8 +151,42 @@ class LanceProjection:
             await self._checkpoint(Checkpoint(ck.projector, ck.position, version, ck.meta))
 
 
-def _digest_table(table: pa.Table) -> str:
-    return digest_columns({name: table.column(name).to_pylist() for name in table.schema.names})
+DIGEST_CHUNK = 65_536   # rows a digest turns into Python values at a time
+
+Scan = Callable[[list[str]], Awaitable[pa.Table]]            # every row of these columns, of one version
+Chunks = Callable[[pa.Table, pa.Array], Iterator[list[Any]]]  # a digest column's values from a scan, in an order
+
+
+def column_values(name: str, convert: Callable[[list[Any]], list[Any]] | None = None) -> Chunks:
+    """A stored column's values in the given order (row indices), DIGEST_CHUNK at a time, through
+    `convert`: the table is neither sorted whole nor held as Python lists."""
+    def chunks(table: pa.Table, order: pa.Array) -> Iterator[list[Any]]:
+        column = table.column(name)
+        for lo in range(0, len(order), DIGEST_CHUNK):
+            values = column.take(order[lo:lo + DIGEST_CHUNK]).to_pylist()
+            yield convert(values) if convert is not None else values
+    return chunks
+
+
+def key_order(table: pa.Table, key: str) -> pa.Array:
+    """The row indices of `table` sorted by `key` (what `table.sort_by(key)` would take)."""
+    return pc.sort_indices(table, sort_keys=[(key, "ascending")])
+
+
+async def digest_by_column(scan: Scan, key: str, columns: Mapping[str, tuple[list[str], Chunks]]) -> str:
+    """The column digest (`ColumnDigester`) of `columns`, each given as the stored columns it is made
+    of and its values from a scan of those (and the key) in key order; one scan per column, so a table
+    is never held whole (a 1M-row memories table held 3.3 GB of Arrow, its CRDT states 1.7 KB a row)."""
+    keys = await scan([key])
+    order = key_order(keys, key)
+    digester = ColumnDigester(columns)
+    for name in digester.names:
+        stored, chunks = columns[name]
+        part = await scan(list(dict.fromkeys([key, *stored])))
+        here = order if part.column(key).equals(keys.column(key)) else key_order(part, key)
+        await asyncio.to_thread(digester.add, name, chunks(part, here))
+        del part
+    return digester.hexdigest()
 
 
 class TableProjection(LanceProjection):
@@ -187,11 +223,15 @@ class TableProjection(LanceProjection):
         """Digest of the rows as of the checkpoint (the table version it records), in key order, and
         that checkpoint's position."""
         ck = await asyncio.to_thread(checkpoint_file.load, self.directory)
-        if ck is None or ck.table_version is None or not await self._table.exists():
-            table = self.schema.empty_table()
-        else:
-            table = (await self._table.scan(self.schema.names, ck.table_version)).sort_by(self._table.key)
-        return await asyncio.to_thread(_digest_table, table), ck.position if ck else None
+        empty = ck is None or ck.table_version is None or not await self._table.exists()
+
+        async def scan(columns: list[str]) -> pa.Table:
+            if empty:
+                return self.schema.empty_table().select(columns)
+            assert ck is not None and ck.table_version is not None
+            return await self._table.scan(columns, ck.table_version)
+        columns = {name: ([name], column_values(name, canonical)) for name in self.schema.names}
+        return await digest_by_column(scan, self._table.key, columns), ck.position if ck else None
 
     async def maintain(self) -> None:
         """Compact, refresh the indexes, prune versions older than `retention` (and, one `retention` after

@@ -15,6 +15,7 @@ import structlog
 
 from events.envelope import Event
 from events.redis.store import EventStore
+from projections.core.heap import give_back_freed_memory
 from projections.core.projector import Maintainable, Projector
 from projections.core.runner import ProjectionRunner
 from projections.core.shared_reads import Read, SharedReads
@@ -46,6 +47,7 @@ async def fold_one(store: EventStore, projector: Projector, until: str | None,
     position = await runner.catch_up(until, shared=shared)
     if runner.events_applied and isinstance(projector, Maintainable):
         await projector.maintain()
+        await asyncio.to_thread(give_back_freed_memory)
     return ProjectionDigest(projector.name, await projector.digest(), position, runner.events_applied)
 
 
@@ -77,6 +79,7 @@ async def _fold_projectors(store: EventStore, projectors: list[Projector], until
 async def _fold_group(store: EventStore, group: list[Projector], until: str | None, batch_size: int,
                       epoch: str | None) -> list[ProjectionDigest]:
     async def read(after: str | None) -> list[Event]:
+        await asyncio.to_thread(give_back_freed_memory)
         return await store.read_checked(after, epoch, until, batch_size)
 
     shared = SharedReads(read, len(group))

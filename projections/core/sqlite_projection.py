@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -121,19 +121,28 @@ class SqliteProjection:
             if positions.key(position) > positions.key(self._checkpoint(conn)):
                 self._store_checkpoint(conn, position)
 
-    def _snapshot(self, *queries: str) -> list[list[tuple]]:
-        """The results of `queries` in one read snapshot ([] each before the first write)."""
+    @contextmanager
+    def _snapshot(self, *queries: str) -> Iterator[list[Iterable[tuple]]]:
+        """The results of `queries` in one read snapshot ([] each before the first write), as cursors
+        read while the block runs: a digest streams its rows (at 1M memories the graph's rows, fetched
+        whole, held several GB)."""
         with self._lock:
             conn = self._connect(create=False)
             if conn is None:
-                return [[] for _ in queries]
+                yield [[] for _ in queries]
+                return
             conn.execute("BEGIN")
+            cursors: list[sqlite3.Cursor] = []
             try:
                 try:
-                    return [conn.execute(q).fetchall() for q in queries]
+                    cursors = [conn.execute(q) for q in queries]
                 except sqlite3.OperationalError:
-                    return [[] for _ in queries]
+                    yield [[] for _ in queries]
+                    return
+                yield list(cursors)
             finally:
+                for cursor in cursors:
+                    cursor.close()
                 conn.execute("COMMIT")
 
     async def close(self) -> None:

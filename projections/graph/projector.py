@@ -267,24 +267,17 @@ class GraphProjector(SqliteProjection):
 
     def _digest(self) -> str:
         d = Digester()
-        nodes, edges, recalls, conflicts, cooccur = self._snapshot(
-            "SELECT id, type, label, namespace, properties, ROUND(pagerank, 9), created_at, last_updated_at "
-            "FROM graph_nodes ORDER BY id",
-            "SELECT id, source_id, target_id, relation_type, ROUND(weight, 9), namespace, evidence_count, created_at "
-            "FROM graph_edges ORDER BY id",
-            "SELECT memory_id, count FROM graph_recalls ORDER BY memory_id",
-            "SELECT conflict_id, edge_id, resolved_at FROM graph_conflicts ORDER BY conflict_id",
-            cooccurs.DIGEST_SQL)
-        for row in nodes:
-            d.add_values("node", row)
-        for row in edges:
-            d.add_values("edge", row)
-        for row in recalls:
-            d.add_values("recalls", row)
-        for row in conflicts:
-            d.add_values("conflict", row)
-        for row in cooccur:
-            d.add_values("cooccur", row)
+        with self._snapshot(
+                "SELECT id, type, label, namespace, properties, ROUND(pagerank, 9), created_at, last_updated_at "
+                "FROM graph_nodes ORDER BY id",
+                "SELECT id, source_id, target_id, relation_type, ROUND(weight, 9), namespace, evidence_count, "
+                "created_at FROM graph_edges ORDER BY id",
+                "SELECT memory_id, count FROM graph_recalls ORDER BY memory_id",
+                "SELECT conflict_id, edge_id, resolved_at FROM graph_conflicts ORDER BY conflict_id",
+                cooccurs.DIGEST_SQL) as tables:
+            for tag, rows in zip(("node", "edge", "recalls", "conflict", "cooccur"), tables):
+                for row in rows:
+                    d.add_values(tag, row)
         return d.hexdigest()
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import time
 from datetime import timedelta
+from collections.abc import Iterator
 from itertools import islice
 from pathlib import Path
 from typing import Any, Callable
@@ -34,10 +35,10 @@ from events.catalogue import MemoryCommitted
 from events.envelope import Event
 from projections.core import checkpoint as checkpoint_file
 from projections.core.checkpoint import Checkpoint
-from projections.core.digest import canonical, digest_columns, vector_token
+from projections.core.digest import canonical, vector_token
 from projections.core.errors import RebuildRequired
 from projections.core.lance import LanceTable, WriterLock, vectors_from_arrow, vectors_to_arrow
-from projections.core.lance_projection import LanceProjection
+from projections.core.lance_projection import Chunks, LanceProjection, column_values, digest_by_column
 from projections.memories.fold import COLUMN_FIELDS, CRDT, fold
 from projections.memories.schema import (
     FILTER_COLUMNS, SCALAR_COLUMNS, SCHEMA_VERSION, SEARCH_TEXT, TABLE, memories_schema, memory_ids_of, read_scope_of,
@@ -53,14 +54,26 @@ Row = dict[str, Any]
 FOLD_COLUMNS = ["id", CRDT, "version_history", "position", "model", "vector", *COLUMN_FIELDS]
 
 
-def _digest_table(table: pa.Table) -> str:
-    """Columns in id order; floats rounded here, vectors as [model, sha256(content)]."""
-    columns: dict[str, list[Any]] = {}
-    for f in table.schema:
-        values = table.column(f.name).to_pylist()
-        columns[f.name] = [canonical(v) for v in values] if pa.types.is_floating(f.type) else values
-    columns["vector"] = [vector_token(m, c) for m, c in zip(columns["model"], columns["content"])]
-    return digest_columns(columns, canonicalize=False)
+def _rounded(values: list[Any]) -> list[Any]:
+    return [canonical(v) for v in values]
+
+
+def _vector_tokens(table: pa.Table, order: pa.Array) -> Iterator[list[Any]]:
+    for models, contents in zip(column_values("model")(table, order), column_values("content")(table, order)):
+        yield [vector_token(m, c) for m, c in zip(models, contents)]
+
+
+def _scalar_values(name: str) -> Chunks:
+    """A scalar column's values, floats rounded here (as stored: a table's own types decide)."""
+    def chunks(table: pa.Table, order: pa.Array) -> Iterator[list[Any]]:
+        floating = pa.types.is_floating(table.schema.field(name).type)
+        return column_values(name, _rounded if floating else None)(table, order)
+    return chunks
+
+
+#: What the digest is made of: the scalar columns in id order, and the vectors as [model, sha256(content)].
+DIGEST_COLUMNS: dict[str, tuple[list[str], Chunks]] = {
+    **{name: ([name], _scalar_values(name)) for name in SCALAR_COLUMNS}, "vector": (["model", "content"], _vector_tokens)}
 
 
 class MemoriesProjector(LanceProjection):
@@ -123,7 +136,8 @@ class MemoriesProjector(LanceProjection):
         if not unique:
             return
         vecs = await asyncio.to_thread(self.embedder.embed, unique)
-        self._memo.update(zip(unique, np.asarray(vecs, dtype=np.float32)))
+        # a row each (a view would keep its whole batch's array alive until every row of it is gone)
+        self._memo.update(zip(unique, (row.copy() for row in np.asarray(vecs, dtype=np.float32))))
         excess = len(self._memo) - self.memo_limit
         if excess > 0:
             for k in list(islice(self._memo, excess)):
@@ -242,11 +256,14 @@ class MemoriesProjector(LanceProjection):
         """Digest of the rows as of the checkpoint (the table version it records), column-wise, and
         that checkpoint's position: consistent however fast a live writer moves on."""
         ck = await asyncio.to_thread(checkpoint_file.load, self.directory)
-        if ck is None or ck.table_version is None or not await self._table.exists():
-            table = memories_schema(1).empty_table().select(SCALAR_COLUMNS)
-        else:
-            table = (await self._table.scan(SCALAR_COLUMNS, ck.table_version)).sort_by("id")
-        return await asyncio.to_thread(_digest_table, table), ck.position if ck else None
+        empty = ck is None or ck.table_version is None or not await self._table.exists()
+
+        async def scan(columns: list[str]) -> pa.Table:
+            if empty:
+                return memories_schema(1).empty_table().select(columns)
+            assert ck is not None and ck.table_version is not None
+            return await self._table.scan(columns, ck.table_version)
+        return await digest_by_column(scan, "id", DIGEST_COLUMNS), ck.position if ck else None
 
     def upkeep_due(self) -> bool:
         """Whether `maintain` has work though nothing was written since its last run: the versions that

@@ -93,12 +93,12 @@ class MetricsProjector(SqliteProjection):
 
     def _digest(self) -> str:
         d = Digester()
-        counts, deps = self._snapshot("SELECT * FROM counts ORDER BY day, hour, agent, namespace, metric",
-                                      "SELECT * FROM dependants ORDER BY memory_id, dependant")
-        for row in counts:
-            d.add({"count": list(row)})
-        for row in deps:
-            d.add({"dependant": list(row)})
+        with self._snapshot("SELECT * FROM counts ORDER BY day, hour, agent, namespace, metric",
+                            "SELECT * FROM dependants ORDER BY memory_id, dependant") as (counts, deps):
+            for row in counts:
+                d.add({"count": list(row)})
+            for row in deps:
+                d.add({"dependant": list(row)})
         return d.hexdigest()
 
 

@@ -40,7 +40,7 @@ from projections.core.checkpoint import Checkpoint
 from projections.serving.bm25 import BM25Params
 from projections.memories.schema import SEARCH_TEXT
 from projections.memories.reader import RESULT_COLUMNS, _checked
-from projections.serving.heap import freeze_long_lived, give_back_freed_memory
+from projections.core.heap import freeze_long_lived, give_back_freed_memory
 from projections.serving.locations import Locations, slots_by_commit
 from projections.serving.partition import Partition
 from projections.serving.table_at import LOAD_BATCH, LOAD_COLUMNS, TableAt
@@ -197,6 +197,7 @@ class ServingIndex:
             if at is None:
                 continue  # after the checkpoint: the next refresh brings it
             ns, slot = at
+            row["id"] = order[ns][slot]   # the string the locations hold: one copy of each id, not two
             part = state.parts.get(ns)
             if part is None:
                 part = state.parts[ns] = Partition(ns, dim, self.bm25)

@@ -91,13 +91,14 @@ class SynonymsProjector(SqliteProjection):
     def _digest(self) -> str:
         """Rows as of the checkpoint, sorted by key: additions by (ms, seq), pairs by their key."""
         d = Digester()
-        adds, pairs = self._snapshot(
-            "SELECT position, namespace, term, synonyms FROM additions ORDER BY ms, seq",
-            "SELECT namespace, term_key, synonym_key, synonym, position FROM pairs "
-            "ORDER BY namespace, term_key, synonym_key")
-        for pos, ns, term, syns in adds:
-            d.add({"t": "addition", "position": pos, "namespace": ns, "term": term, "synonyms": orjson.loads(syns)})
-        for ns, term_key, syn_key, syn, pos in pairs:
-            d.add({"t": "pair", "namespace": ns, "term_key": term_key, "synonym_key": syn_key, "synonym": syn,
-                   "position": pos})
+        with self._snapshot(
+                "SELECT position, namespace, term, synonyms FROM additions ORDER BY ms, seq",
+                "SELECT namespace, term_key, synonym_key, synonym, position FROM pairs "
+                "ORDER BY namespace, term_key, synonym_key") as (adds, pairs):
+            for pos, ns, term, syns in adds:
+                d.add({"t": "addition", "position": pos, "namespace": ns, "term": term,
+                       "synonyms": orjson.loads(syns)})
+            for ns, term_key, syn_key, syn, pos in pairs:
+                d.add({"t": "pair", "namespace": ns, "term_key": term_key, "synonym_key": syn_key, "synonym": syn,
+                       "position": pos})
         return d.hexdigest()

@@ -53,7 +53,10 @@ async def test_the_loader_keeps_original_ids_fields_and_indexes(redis) -> None:
     assert {k for k, v in index.items() if not v} == withdrawn
 
 
-async def test_rebuild_live_runners_and_verify_give_the_recorded_digests(redis, tmp_path: Path) -> None:
+async def test_rebuild_live_runners_and_verify_give_the_recorded_digests(redis, tmp_path: Path, monkeypatch) -> None:
+    from projections.core import lance_projection
+
+    monkeypatch.setattr(lance_projection, "DIGEST_CHUNK", 3)   # the LanceDB tables digested a few rows at a time
     want = recorded()
     await load_fixture_log(redis)
     got = await fold_digests(redis, tmp_path)

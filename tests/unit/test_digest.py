@@ -93,3 +93,66 @@ def test_add_values_gives_the_bytes_of_add() -> None:
         a.add({"t": "edge", "v": list(row)})
         b.add_values("edge", row)
         assert a.hexdigest() == b.hexdigest(), row
+
+
+def _chunked(values: list, sizes: list[int]):
+    def chunks():
+        lo = 0
+        for size in sizes:
+            yield values[lo:lo + size]
+            lo += size
+        yield values[lo:]
+    return chunks
+
+
+def test_column_chunks_digest_the_bytes_of_whole_columns() -> None:
+    import random
+
+    from projections.core.digest import digest_column_chunks
+
+    rng = random.Random(5)
+    n = 200
+    columns = {
+        "id": [f"m{i:04d}" for i in range(n)],
+        "内容": [rng.choice(["部署脚本", "nginx \"quoted\"", "", "\\n"]) for _ in range(n)],
+        "score": [round(rng.random(), 6) for _ in range(n)],
+        "tags": [[rng.choice("xyz")] * rng.randrange(3) for _ in range(n)],
+        "meta": [None if i % 3 else {"b": 1, "a": [1.5, None]} for i in range(n)],
+        "Zeta": [i % 7 == 0 for i in range(n)],
+    }
+    want = digest_columns(columns, canonicalize=False)
+    for sizes in ([n], [0, 0, 1, 199], [7] * 30, [1] * n, []):
+        got = digest_column_chunks({name: _chunked(values, sizes) for name, values in columns.items()})
+        assert got == want, sizes
+    assert digest_column_chunks({"id": _chunked([], [])}) == digest_columns({"id": []})
+    assert digest_column_chunks({name: _chunked(v, [9]) for name, v in {**columns, "score": columns["id"]}.items()}) != want
+    with pytest.raises(ValueError):
+        digest_column_chunks({"id": _chunked(["a"], []), "x": _chunked([], [])})
+
+
+async def test_a_table_digested_column_by_column_is_the_sorted_table_digested_whole(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import pyarrow as pa
+
+    from projections.core import lance_projection
+    from projections.core.lance_projection import column_values, digest_by_column
+
+    rng = np.random.default_rng(3)
+    ids = [f"k{int(i):05d}" for i in rng.permutation(50)]
+    table = pa.table({"id": ids, "x": rng.random(50), "tags": [["a"] * int(i % 3) for i in range(50)]})
+    whole = table.sort_by("id")
+    want = digest_columns({name: whole.column(name).to_pylist() for name in whole.schema.names})
+    monkeypatch.setattr(lance_projection, "DIGEST_CHUNK", 7)
+    scans: list[list[str]] = []
+
+    async def scan(columns: list[str]) -> pa.Table:   # each scan in another row order: each is sorted by its own
+        scans.append(columns)
+        return table.select(columns).take(pa.array(rng.permutation(50)))
+
+    columns = {name: ([name], column_values(name, canonical)) for name in table.schema.names}
+    assert await digest_by_column(scan, "id", columns) == want
+    assert scans == [["id"], ["id"], ["id", "tags"], ["id", "x"]]   # the key, then one column at a time, sorted
+
+    async def same_order(columns: list[str]) -> pa.Table:
+        return table.select(columns)
+    assert await digest_by_column(same_order, "id", columns) == want
