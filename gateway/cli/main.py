@@ -15,6 +15,7 @@ import structlog
 
 from gateway.process.logging_setup import configure_logging
 from gateway.process.settings import Environment, Settings, absolute_path
+from projections.core.heap import fix_mmap_threshold
 
 log = structlog.get_logger("zhiyi.cli")
 
@@ -353,6 +354,7 @@ def main(argv: list[str] | None = None) -> int:
     args.env = env
     _absolute_paths(args)
     configure_logging(json=env.log_json, level=env.log_level)
+    fix_mmap_threshold()   # every zhiyi process: the serving index, the projectors, a replay
     if getattr(args, "func", None) is None:
         args.func = cmd_events
     from events.errors import EventLogError

@@ -29,6 +29,7 @@ import structlog
 
 from events.redis.store import EventStore
 from projections.core.errors import ProjectionError
+from projections.core.heap import fix_mmap_threshold
 from projections.core.rebuild_fold import ProjectionDigest, Until, fold_projectors
 from projections.core.registry import make_projectors
 
@@ -94,6 +95,7 @@ def _receive(conn: Connection, proc: Any) -> tuple[str, Any]:
 
 
 def _child(conn: Connection, job: _Job) -> None:
+    fix_mmap_threshold()   # as the CLI does in every zhiyi process
     try:
         if job.setup is not None:
             job.setup()

@@ -9,9 +9,9 @@ integer slots the owner assigns. Scoring is Lucene's BM25::
 with N, df and avgdl over the live documents of this index only, so one namespace's scores
 never depend on what other agents stored. A query term repeated counts that many times.
 
-Postings are append-only arrays (slot, tf); removing a document drops it from the statistics
-at once and from the postings when the owner rebuilds the index. The owner passes the mask
-of live slots to :meth:`search`, so a removed document never comes back.
+Postings are flat arrays (`LexicalIndex`): removing a document drops it from the statistics and
+from the postings when the owner rebuilds the index. The owner passes the mask of live slots to
+:meth:`LexicalIndex.search`, so a removed document never comes back.
 """
 
 from __future__ import annotations
@@ -19,8 +19,7 @@ from __future__ import annotations
 import math
 from array import array
 from collections import Counter
-from dataclasses import dataclass
-
+from dataclasses import dataclass, field
 import numpy as np
 
 from projections.serving.accumulate import accumulate
@@ -41,27 +40,72 @@ class BM25Params:
             raise ValueError("BM25 needs k1 >= 0 and 0 <= b <= 1")
 
 
+#: The postings added since the last merge are merged into the flat arrays once they are this many
+#: and an eighth of those (a bulk load merges O(log n) times; a live ingest every few dozen commits).
+MERGE_MIN = 4096
+#: Cached impacts are dropped once they hold more floats than this share of the postings.
+IMPACT_CACHE_SHARE = 0.25
+
+_INDEXED, _REMOVED = 1, 2
+
+
+@dataclass(slots=True)
+class _Postings:
+    """Postings grouped by term id: term `t`'s are `slots[offsets[t]:offsets[t + 1]]` (int32) with
+    their term frequencies `tfs` (uint16, capped); term ids past `len(offsets) - 1` have none."""
+
+    offsets: np.ndarray = field(default_factory=lambda: np.zeros(1, dtype=np.int64))
+    slots: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+    tfs: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint16))
+
+    @property
+    def nbytes(self) -> int:
+        return self.offsets.nbytes + self.slots.nbytes + self.tfs.nbytes
+
+    def tids(self) -> np.ndarray:
+        """The term id of each posting."""
+        return np.repeat(np.arange(len(self.offsets) - 1, dtype=np.int32), np.diff(self.offsets))
+
+    def range(self, tid: int) -> tuple[int, int]:
+        if tid + 1 >= len(self.offsets):
+            return 0, 0
+        return int(self.offsets[tid]), int(self.offsets[tid + 1])
+
+    @staticmethod
+    def grouped(tids: np.ndarray, slots: np.ndarray, tfs: np.ndarray, terms: int) -> _Postings:
+        """Postings in any order, grouped by term id (a stable sort: each term's keep their order)."""
+        order = np.argsort(tids, kind="stable")
+        offsets = np.zeros(terms + 1, dtype=np.int64)
+        np.cumsum(np.bincount(tids, minlength=terms), out=offsets[1:])
+        return _Postings(offsets, slots[order], tfs[order])
+
+
 class LexicalIndex:
-    """Postings as flat arrays per term (int32 slots, float32 term frequencies); each document's
-    distinct terms as term ids in one arena (what removing it needs), no per-document objects."""
+    """BM25 over documents added by slot. Postings live in flat arrays grouped by term (`_Postings`:
+    6 bytes a posting) plus the postings added since the last merge (three flat arrays; grouped
+    lazily when a query needs them). No per-term or per-document Python objects besides the term
+    dictionary: at 100k memories the per-term arrays, their tuples and each document's term ids
+    cost ~600 bytes a memory more, and fragmented the heap. A removal is settled lazily: the next
+    read finds the removed slots' postings in one vectorised pass and lowers their terms' document
+    frequencies."""
 
     def __init__(self, params: BM25Params = BM25Params()) -> None:
         self.params = params
         self._tid: dict[str, int] = {}                          # term -> term id
-        self._terms: list[str] = []                             # term id -> term
-        self._postings: list[tuple[array, array]] = []          # term id -> (slots 'i', tfs 'f')
-        self._df = array("i")                                   # term id -> live documents holding it
-        self._indexed = bytearray()                             # by slot: 1 while indexed
-        self._doc_len = array("f")                              # by slot; 0 once removed
-        self._doc_start = array("q")                            # by slot: its distinct term ids in _doc_tids
-        self._doc_end = array("q")
-        self._doc_tids = array("i")
+        self._df = np.zeros(64, dtype=np.int32)                  # term id -> live documents holding it
+        self._main = _Postings()
+        self._new_tid, self._new_slot, self._new_tf = array("i"), array("i"), array("H")  # since the merge
+        self._new_view: tuple[int, _Postings] | None = None     # (its length when grouped, the grouping)
+        self._state = bytearray()                                # by slot: 0, _INDEXED or _REMOVED
+        self._doc_len = array("f")                               # by slot; 0 once removed
+        self._removed: list[int] = []                            # removals whose terms' df is not lowered yet
         self._count = 0
         self._total_len = 0
-        # term id -> (the generation it was computed at, each posting's BM25 part
+        # term id -> (the generation it was computed at, each main posting's BM25 part
         # tf * (k1 + 1) / (tf + k1 * (1 - b + b * |d| / avgdl))): reused until the index changes
         self._impacts: dict[int, tuple[int, np.ndarray]] = {}
-        self._generation = 0                                    # bumped by every add and remove
+        self._cached = 0                                         # floats held in _impacts
+        self._generation = 0                                     # bumped by every add and remove
 
     def __len__(self) -> int:
         return self._count
@@ -69,49 +113,47 @@ class LexicalIndex:
     @property
     def nbytes(self) -> int:
         """Bytes held in arrays (postings, per-document arrays, cached impacts)."""
-        postings = sum(a.itemsize * len(a) + b.itemsize * len(b) for a, b in self._postings)
-        per_doc = len(self._indexed) + 20 * len(self._doc_len) + 4 * len(self._doc_tids)
-        return postings + per_doc + sum(v[1].nbytes for v in self._impacts.values())
+        new = 10 * len(self._new_tid)
+        return (self._main.nbytes + new + self._df.nbytes + len(self._state) + 4 * len(self._doc_len)
+                + 4 * self._cached)
 
-    def _grow(self, slot: int) -> None:
-        more = slot + 1 - len(self._indexed)
-        if more > 0:
-            self._indexed.extend(bytes(more))
-            self._doc_len.extend([0.0] * more)
-            self._doc_start.extend([0] * more)
-            self._doc_end.extend([0] * more)
+    @property
+    def postings(self) -> int:
+        return len(self._main.slots) + len(self._new_tid)
 
     def add(self, slot: int, terms: list[str]) -> None:
-        if slot < len(self._indexed) and self._indexed[slot]:
-            raise ValueError(f"slot {slot} is already indexed")
-        self._grow(slot)
+        if slot < len(self._state) and self._state[slot]:
+            raise ValueError(f"slot {slot} is already indexed" if self._state[slot] == _INDEXED
+                             else f"slot {slot} was removed: slots are not reused")
+        more = slot + 1 - len(self._state)
+        if more > 0:
+            self._state.extend(bytes(more))
+            self._doc_len.extend([0.0] * more)
         counts = Counter(terms)
-        self._doc_start[slot] = len(self._doc_tids)
+        tid_of = self._tid
         for term, tf in counts.items():
-            tid = self._tid.get(term)
+            tid = tid_of.get(term)
             if tid is None:
-                tid = self._tid[term] = len(self._terms)
-                self._terms.append(term)
-                self._postings.append((array("i"), array("f")))
-                self._df.append(0)
-            slots, tfs = self._postings[tid]
-            slots.append(slot)
-            tfs.append(float(tf))
+                tid = tid_of[term] = len(tid_of)
+                if tid == len(self._df):
+                    self._df = np.concatenate([self._df, np.zeros(len(self._df), dtype=np.int32)])
+            self._new_tid.append(tid)
+            self._new_tf.append(min(tf, 0xFFFF))
             self._df[tid] += 1
-            self._doc_tids.append(tid)
-        self._doc_end[slot] = len(self._doc_tids)
-        self._indexed[slot] = 1
+        self._new_slot.extend([slot] * len(counts))
+        self._state[slot] = _INDEXED
         self._doc_len[slot] = float(len(terms))
         self._count += 1
         self._total_len += len(terms)
         self._generation += 1
+        if len(self._new_tid) >= max(MERGE_MIN, len(self._main.slots) >> 3):
+            self._merge()
 
     def remove(self, slot: int) -> None:
-        if slot >= len(self._indexed) or not self._indexed[slot]:
+        if slot >= len(self._state) or self._state[slot] != _INDEXED:
             return
-        for tid in self._doc_tids[self._doc_start[slot]:self._doc_end[slot]]:
-            self._df[tid] -= 1
-        self._indexed[slot] = 0
+        self._state[slot] = _REMOVED
+        self._removed.append(slot)
         self._count -= 1
         self._total_len -= int(self._doc_len[slot])
         self._generation += 1
@@ -119,36 +161,73 @@ class LexicalIndex:
 
     def df(self, term: str) -> int:
         tid = self._tid.get(term)
-        return 0 if tid is None else self._df[tid]
+        if tid is None:
+            return 0
+        self._settle()
+        return int(self._df[tid])
+
+    def _new(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return (np.frombuffer(self._new_tid, dtype=np.int32), np.frombuffer(self._new_slot, dtype=np.int32),
+                np.frombuffer(self._new_tf, dtype=np.uint16))
+
+    def _all(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every posting (term ids, slots, tfs): the main ones, then the new ones."""
+        tids, slots, tfs = self._new()
+        return (np.concatenate([self._main.tids(), tids]), np.concatenate([self._main.slots, slots]),
+                np.concatenate([self._main.tfs, tfs]))
+
+    def _merge(self) -> None:
+        self._main = _Postings.grouped(*self._all(), len(self._tid))
+        self._new_tid, self._new_slot, self._new_tf = array("i"), array("i"), array("H")
+        self._new_view = None
+        self._impacts.clear()   # cached by term over the old main arrays
+        self._cached = 0
+
+    def _grouped_new(self) -> _Postings:
+        if self._new_view is None or self._new_view[0] != len(self._new_tid):
+            self._new_view = (len(self._new_tid), _Postings.grouped(*self._new(), len(self._tid)))
+        return self._new_view[1]
+
+    def _settle(self) -> None:
+        """Lower the document frequencies of the removed documents' terms (their postings stay, dead,
+        until `remapped`)."""
+        if not self._removed:
+            return
+        gone = np.zeros(len(self._state), dtype=bool)
+        gone[self._removed] = True
+        self._removed = []
+        for tids, slots in ((None, self._main.slots), (np.frombuffer(self._new_tid, dtype=np.int32),
+                                                        np.frombuffer(self._new_slot, dtype=np.int32))):
+            hit = np.flatnonzero(gone[slots])
+            if len(hit):
+                held = self._main.tids()[hit] if tids is None else tids[hit]
+                self._df[:len(self._tid)] -= np.bincount(held, minlength=len(self._tid)).astype(np.int32)
 
     def remapped(self, moved: np.ndarray, size: int) -> "LexicalIndex":
         """A copy over new slots: `moved[old]` is an indexed slot's new slot (-1: dropped); the new
         slots (below `size`) keep their documents' term frequencies and lengths."""
+        self._settle()
         new = LexicalIndex(self.params)
-        if size:
-            new._grow(size - 1)
-        for tid, (raw_slots, raw_tfs) in enumerate(self._postings):
-            if self._df[tid] <= 0:
-                continue
-            slots = np.frombuffer(raw_slots, dtype=np.int32)
-            to = moved[slots]
-            keep = to >= 0
-            if not keep.any():
-                continue
-            ntid = new._tid[self._terms[tid]] = len(new._terms)
-            new._terms.append(self._terms[tid])
-            new._postings.append((array("i", to[keep].astype(np.int32).tobytes()),
-                                  array("f", np.frombuffer(raw_tfs, dtype=np.float32)[keep].tobytes())))
-            new._df.append(int(keep.sum()))
-        for old in np.flatnonzero(moved >= 0):
-            slot = int(moved[old])
-            new._doc_start[slot] = len(new._doc_tids)
-            new._doc_tids.extend(new._tid[self._terms[t]] for t in self._doc_tids[self._doc_start[old]:self._doc_end[old]])
-            new._doc_end[slot] = len(new._doc_tids)
-            new._indexed[slot] = 1
-            new._doc_len[slot] = self._doc_len[old]
-            new._count += 1
-            new._total_len += int(self._doc_len[old])
+        new._tid = dict(self._tid)
+        new._state = bytearray(size)
+        new._doc_len = array("f", bytes(4 * size))
+        state = np.frombuffer(self._state, dtype=np.uint8)
+        olds = np.flatnonzero(state == _INDEXED)
+        olds = olds[(olds < len(moved))]
+        olds = olds[moved[olds] >= 0]
+        to = moved[olds]
+        np.frombuffer(new._state, dtype=np.uint8)[to] = _INDEXED
+        lengths = np.frombuffer(self._doc_len, dtype=np.float32)[olds]
+        np.frombuffer(new._doc_len, dtype=np.float32)[to] = lengths
+        new._count = len(olds)
+        new._total_len = int(lengths.astype(np.int64).sum())
+        tids, slots, tfs = self._all()
+        slot_to = np.full(len(self._state), -1, dtype=np.int64)
+        slot_to[olds] = to
+        keep = np.flatnonzero(slot_to[slots] >= 0)
+        terms = len(self._tid)
+        new._main = _Postings.grouped(tids[keep], slot_to[slots[keep]].astype(np.int32), tfs[keep], terms)
+        new._df = np.bincount(tids[keep], minlength=max(terms, 1)).astype(np.int32)
         return new
 
     def scores(self, terms: list[str]) -> np.ndarray | None:
@@ -157,34 +236,56 @@ class LexicalIndex:
         n = self._count
         if n == 0 or not terms:
             return None
+        self._settle()
         k1, b = self.params.k1, self.params.b
         avgdl = self._total_len / n if self._total_len > 0 else 1.0
         doc_len = np.frombuffer(self._doc_len, dtype=np.float32)
         parts: list[tuple[np.ndarray, np.ndarray]] = []
         weights: list[float] = []
-        generation, tid_of, dfs, postings, impacts = self._generation, self._tid, self._df, self._postings, self._impacts
+        generation, tid_of, dfs, main, impacts = self._generation, self._tid, self._df, self._main, self._impacts
+        new = self._grouped_new() if self._new_tid else None
+
+        def impact_of(slots: np.ndarray, tfs16: np.ndarray) -> np.ndarray:
+            tfs = tfs16.astype(np.float32)
+            norm = k1 * (1.0 - b + b * doc_len[slots] / avgdl)
+            return tfs * (k1 + 1.0) / (tfs + norm)
+
         for term, qtf in Counter(terms).items():
             tid = tid_of.get(term)
             if tid is None:
                 continue
-            df = dfs[tid]
+            df = int(dfs[tid])
             if df <= 0:
                 continue
-            raw_slots, raw_tfs = postings[tid]
-            slots = np.frombuffer(raw_slots, dtype=np.int32)
-            cached = impacts.get(tid)
-            if cached is not None and cached[0] == generation:
-                impact = cached[1]
-            else:
-                tfs = np.frombuffer(raw_tfs, dtype=np.float32)
-                norm = k1 * (1.0 - b + b * doc_len[slots] / avgdl)
-                impact = tfs * (k1 + 1.0) / (tfs + norm)
-                impacts[tid] = (generation, impact)
-            parts.append((slots, impact))
-            weights.append(qtf * math.log(1.0 + (n - df + 0.5) / (df + 0.5)))
+            weight = qtf * math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+            lo, hi = main.range(tid)
+            if hi > lo:
+                slots = main.slots[lo:hi]
+                cached = impacts.get(tid)
+                if cached is not None and cached[0] == generation:
+                    impact = cached[1]
+                else:
+                    impact = impact_of(slots, main.tfs[lo:hi])
+                    self._cache(tid, generation, impact, cached)
+                parts.append((slots, impact))
+                weights.append(weight)
+            if new is not None:
+                lo, hi = new.range(tid)
+                if hi > lo:
+                    parts.append((new.slots[lo:hi], impact_of(new.slots[lo:hi], new.tfs[lo:hi])))
+                    weights.append(weight)
         if not parts:
             return None
         return accumulate(len(doc_len), parts, np.array(weights, dtype=np.float32))
+
+    def _cache(self, tid: int, generation: int, impact: np.ndarray, stale: tuple[int, np.ndarray] | None) -> None:
+        if stale is not None:
+            self._cached -= len(stale[1])
+        if self._cached + len(impact) > IMPACT_CACHE_SHARE * max(len(self._main.slots), 1):
+            self._impacts.clear()
+            self._cached = 0
+        self._impacts[tid] = (generation, impact)
+        self._cached += len(impact)
 
     def search(self, terms: list[str], k: int, live: np.ndarray) -> list[tuple[int, float]]:
         """The `k` best (slot, score) among slots where `live` is true, best first (ties by slot)."""
@@ -195,4 +296,3 @@ class LexicalIndex:
         scores[:m][~live[:m]] = 0.0
         scores[m:] = 0.0
         return top_hits(None, scores, k)
-

@@ -257,15 +257,15 @@ async def test_a_loaded_index_is_out_of_the_cyclic_collectors_scans(store, tmp_p
     gc.unfreeze()
     index = ServingIndex(tmp_path)
     assert await index.wait_ready()
-    lexical = index._state.parts["alice-main"].lexical
+    part = index._state.parts["alice-main"]
     tracked = {id(o) for o in gc.get_objects()}
-    postings = [a for pair in lexical._postings for a in pair]
-    assert len(postings) >= 80 and gc.is_tracked(postings[0])
-    assert not any(id(a) in tracked for a in postings)   # frozen: no collection scans them
-    assert gc.get_freeze_count() >= len(postings)
-    gone = weakref.ref(index._state.parts["alice-main"])
+    held = [part, part.ids, part.episode, part.lexical, part.rows]
+    assert all(gc.is_tracked(o) for o in held)
+    assert not any(id(o) in tracked for o in held)        # frozen: no collection scans them
+    assert gc.get_freeze_count() >= len(held)
+    gone = weakref.ref(part)
     await index.close()
-    del lexical, postings
+    del part, held
     assert gone() is None                                  # freed all the same
 
 
@@ -280,16 +280,17 @@ async def test_many_small_deltas_are_frozen_like_a_load(store, tmp_path: Path, m
     await project(store, tmp_path, emb)
     index = ServingIndex(tmp_path)
     assert await index.wait_ready()
-    for round_ in range(4):                                # 5 rows each: frozen after the third
-        await store.append([commit(f"r{round_}-{i}", f"word{round_}x{i} arrives", "alice-main") for i in range(5)])
+    for round_ in range(4):                                # 5 rows each (a namespace a round): frozen after the third
+        await store.append([commit(f"r{round_}-{i}", f"word{round_}x{i} arrives", f"ns{round_}-main")
+                            for i in range(5)])
         await project(store, tmp_path, emb)
         assert await index.refresh()
-    lexical = index._state.parts["alice-main"].lexical
+    parts = index._state.parts
     tracked = {id(o) for o in gc.get_objects()}
-    early = [a for t in ("word0x0", "word2x4") for a in lexical._postings[lexical._tid[t]]]
-    late = [a for a in lexical._postings[lexical._tid["word3x0"]]]
-    assert not any(id(a) in tracked for a in early)        # applied before the freeze: frozen
-    assert all(id(a) in tracked for a in late)             # after it: young, collected as usual
+    early = [o for ns in ("ns0-main", "ns2-main") for o in (parts[ns], parts[ns].ids, parts[ns].lexical)]
+    late = [parts["ns3-main"], parts["ns3-main"].ids, parts["ns3-main"].lexical]
+    assert not any(id(o) in tracked for o in early)        # applied before the freeze: frozen
+    assert all(id(o) in tracked for o in late)             # after it: young, collected as usual
     await index.close()
 
 

@@ -124,3 +124,71 @@ def test_scores_are_the_per_term_sum_in_query_order() -> None:
             assert got is not None
             got[17] = want[17] = 0.0   # removed: a stale value, masked by the owner
             assert np.array_equal(got, want)
+
+
+def _expected(docs: dict[int, list[str]], query: list[str], size: int, params: BM25Params) -> np.ndarray:
+    """BM25 as the formula says, term by term in query order (float32 like the index)."""
+    n = len(docs)
+    avgdl = sum(len(d) for d in docs.values()) / n
+    k1, b = params.k1, params.b
+    want = np.zeros(size, dtype=np.float32)
+    for term in dict.fromkeys(query):
+        holders = sorted(s for s, d in docs.items() if term in d)
+        if not holders:
+            continue
+        slots = np.array(holders, dtype=np.int64)
+        tfs = np.array([docs[s].count(term) for s in holders], dtype=np.float32)
+        lengths = np.array([len(docs[s]) for s in holders], dtype=np.float32)
+        impact = tfs * (k1 + 1.0) / (tfs + k1 * (1.0 - b + b * lengths / avgdl))
+        df = len(holders)
+        want[slots] += impact * np.float32(query.count(term) * math.log(1.0 + (n - df + 0.5) / (df + 0.5)))
+    return want
+
+
+def test_merges_removals_and_remapping_keep_the_formula(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Postings merged into the flat arrays at every size, removals settled lazily, a remapped copy:
+    the scores stay the formula's, bit for bit, and so do the document frequencies."""
+    import random
+
+    from projections.serving import bm25
+
+    monkeypatch.setattr(bm25, "MERGE_MIN", 16)
+    rng = random.Random(11)
+    vocab = [f"t{i}" for i in range(40)] + ["绿茶", "显存"]
+    index, docs, slot = LexicalIndex(), {}, 0
+    queries = [["t1", "t2"], ["t3", "绿茶", "t3"], ["显存", "t0", "absent"], ["t39"]]
+
+    def check(idx: LexicalIndex, held: dict[int, list[str]], size: int) -> None:
+        for q in queries:
+            got = idx.scores(q)
+            want = _expected(held, q, size, idx.params)
+            assert got is not None
+            got = got[:size].copy()
+            got[[s for s in range(size) if s not in held]] = 0.0   # removed: stale values, masked by the owner
+            assert np.array_equal(got, want), q
+        for term in vocab:
+            assert idx.df(term) == sum(term in d for d in held.values())
+        assert len(idx) == len(held)
+
+    for round_ in range(6):
+        for _ in range(rng.randint(5, 60)):
+            doc = [rng.choice(vocab) for _ in range(rng.randint(1, 12))]
+            index.add(slot, doc)
+            docs[slot] = doc
+            slot += 1
+        for victim in rng.sample(sorted(docs), k=min(len(docs) - 1, rng.randint(0, 6))):
+            index.remove(victim)
+            del docs[victim]
+        check(index, docs, slot)
+        if round_ % 2:
+            moved = np.full(slot, -1, dtype=np.int64)
+            live = sorted(docs)
+            moved[live] = np.arange(len(live))
+            index = index.remapped(moved, len(live))
+            docs = {i: docs[s] for i, s in enumerate(live)}
+            slot = len(live)
+            check(index, docs, slot)
+    with pytest.raises(ValueError, match="not reused"):
+        index.remove(0)
+        index.add(0, ["again"])
+
