@@ -82,20 +82,20 @@ class _Postings:
 
 class LexicalIndex:
     """BM25 over documents added by slot. Postings live in flat arrays grouped by term (`_Postings`:
-    6 bytes a posting) plus the postings added since the last merge (three flat arrays; grouped
-    lazily when a query needs them). No per-term or per-document Python objects besides the term
-    dictionary: at 100k memories the per-term arrays, their tuples and each document's term ids
-    cost ~600 bytes a memory more, and fragmented the heap. A removal is settled lazily: the next
-    read finds the removed slots' postings in one vectorised pass and lowers their terms' document
-    frequencies."""
+    6 bytes a posting), plus those added since the last merge in a small array pair per term (an
+    append and a lookup stay O(1); merged once they are an eighth of the rest). Besides the term
+    dictionary no per-term or per-document Python objects last: at 100k memories the per-term arrays,
+    their tuples and each document's term ids cost ~600 bytes a memory more, and fragmented the heap.
+    A removal is settled lazily: the next read finds the removed slots' postings in one vectorised
+    pass and lowers their terms' document frequencies."""
 
     def __init__(self, params: BM25Params = BM25Params()) -> None:
         self.params = params
         self._tid: dict[str, int] = {}                          # term -> term id
         self._df = np.zeros(64, dtype=np.int32)                  # term id -> live documents holding it
         self._main = _Postings()
-        self._new_tid, self._new_slot, self._new_tf = array("i"), array("i"), array("H")  # since the merge
-        self._new_view: tuple[int, _Postings] | None = None     # (its length when grouped, the grouping)
+        self._new: dict[int, tuple[array, array]] = {}         # term id -> (slots 'i', tfs 'H') since the merge
+        self._new_count = 0
         self._state = bytearray()                                # by slot: 0, _INDEXED or _REMOVED
         self._doc_len = array("f")                               # by slot; 0 once removed
         self._removed: list[int] = []                            # removals whose terms' df is not lowered yet
@@ -113,13 +113,13 @@ class LexicalIndex:
     @property
     def nbytes(self) -> int:
         """Bytes held in arrays (postings, per-document arrays, cached impacts)."""
-        new = 10 * len(self._new_tid)
+        new = 6 * self._new_count
         return (self._main.nbytes + new + self._df.nbytes + len(self._state) + 4 * len(self._doc_len)
                 + 4 * self._cached)
 
     @property
     def postings(self) -> int:
-        return len(self._main.slots) + len(self._new_tid)
+        return len(self._main.slots) + self._new_count
 
     def add(self, slot: int, terms: list[str]) -> None:
         if slot < len(self._state) and self._state[slot]:
@@ -130,23 +130,26 @@ class LexicalIndex:
             self._state.extend(bytes(more))
             self._doc_len.extend([0.0] * more)
         counts = Counter(terms)
-        tid_of = self._tid
+        tid_of, new = self._tid, self._new
         for term, tf in counts.items():
             tid = tid_of.get(term)
             if tid is None:
                 tid = tid_of[term] = len(tid_of)
                 if tid == len(self._df):
                     self._df = np.concatenate([self._df, np.zeros(len(self._df), dtype=np.int32)])
-            self._new_tid.append(tid)
-            self._new_tf.append(min(tf, 0xFFFF))
+            held = new.get(tid)
+            if held is None:
+                held = new[tid] = (array("i"), array("H"))
+            held[0].append(slot)
+            held[1].append(min(tf, 0xFFFF))
             self._df[tid] += 1
-        self._new_slot.extend([slot] * len(counts))
+        self._new_count += len(counts)
         self._state[slot] = _INDEXED
         self._doc_len[slot] = float(len(terms))
         self._count += 1
         self._total_len += len(terms)
         self._generation += 1
-        if len(self._new_tid) >= max(MERGE_MIN, len(self._main.slots) >> 3):
+        if self._new_count >= max(MERGE_MIN, len(self._main.slots) >> 3):
             self._merge()
 
     def remove(self, slot: int) -> None:
@@ -166,27 +169,27 @@ class LexicalIndex:
         self._settle()
         return int(self._df[tid])
 
-    def _new(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        return (np.frombuffer(self._new_tid, dtype=np.int32), np.frombuffer(self._new_slot, dtype=np.int32),
-                np.frombuffer(self._new_tf, dtype=np.uint16))
+    def _new_flat(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The new postings as three flat arrays (term ids, slots, tfs)."""
+        if not self._new:
+            return np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, np.uint16)
+        tids = np.fromiter(self._new, dtype=np.int32, count=len(self._new))
+        lengths = np.fromiter((len(s) for s, _ in self._new.values()), dtype=np.int64, count=len(self._new))
+        slots = np.frombuffer(b"".join(s.tobytes() for s, _ in self._new.values()), dtype=np.int32)
+        tfs = np.frombuffer(b"".join(t.tobytes() for _, t in self._new.values()), dtype=np.uint16)
+        return np.repeat(tids, lengths), slots, tfs
 
     def _all(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every posting (term ids, slots, tfs): the main ones, then the new ones."""
-        tids, slots, tfs = self._new()
+        tids, slots, tfs = self._new_flat()
         return (np.concatenate([self._main.tids(), tids]), np.concatenate([self._main.slots, slots]),
                 np.concatenate([self._main.tfs, tfs]))
 
     def _merge(self) -> None:
         self._main = _Postings.grouped(*self._all(), len(self._tid))
-        self._new_tid, self._new_slot, self._new_tf = array("i"), array("i"), array("H")
-        self._new_view = None
+        self._new, self._new_count = {}, 0
         self._impacts.clear()   # cached by term over the old main arrays
         self._cached = 0
-
-    def _grouped_new(self) -> _Postings:
-        if self._new_view is None or self._new_view[0] != len(self._new_tid):
-            self._new_view = (len(self._new_tid), _Postings.grouped(*self._new(), len(self._tid)))
-        return self._new_view[1]
 
     def _settle(self) -> None:
         """Lower the document frequencies of the removed documents' terms (their postings stay, dead,
@@ -196,8 +199,8 @@ class LexicalIndex:
         gone = np.zeros(len(self._state), dtype=bool)
         gone[self._removed] = True
         self._removed = []
-        for tids, slots in ((None, self._main.slots), (np.frombuffer(self._new_tid, dtype=np.int32),
-                                                        np.frombuffer(self._new_slot, dtype=np.int32))):
+        new_tids, new_slots, _ = self._new_flat()
+        for tids, slots in ((None, self._main.slots), (new_tids, new_slots)):
             hit = np.flatnonzero(gone[slots])
             if len(hit):
                 held = self._main.tids()[hit] if tids is None else tids[hit]
@@ -243,7 +246,7 @@ class LexicalIndex:
         parts: list[tuple[np.ndarray, np.ndarray]] = []
         weights: list[float] = []
         generation, tid_of, dfs, main, impacts = self._generation, self._tid, self._df, self._main, self._impacts
-        new = self._grouped_new() if self._new_tid else None
+        new = self._new
 
         def impact_of(slots: np.ndarray, tfs16: np.ndarray) -> np.ndarray:
             tfs = tfs16.astype(np.float32)
@@ -269,11 +272,11 @@ class LexicalIndex:
                     self._cache(tid, generation, impact, cached)
                 parts.append((slots, impact))
                 weights.append(weight)
-            if new is not None:
-                lo, hi = new.range(tid)
-                if hi > lo:
-                    parts.append((new.slots[lo:hi], impact_of(new.slots[lo:hi], new.tfs[lo:hi])))
-                    weights.append(weight)
+            held = new.get(tid)
+            if held is not None:
+                slots = np.frombuffer(held[0], dtype=np.int32)
+                parts.append((slots, impact_of(slots, np.frombuffer(held[1], dtype=np.uint16))))
+                weights.append(weight)
         if not parts:
             return None
         return accumulate(len(doc_len), parts, np.array(weights, dtype=np.float32))
