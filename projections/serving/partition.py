@@ -147,7 +147,9 @@ class Partition:
         self.live_count += 1
 
     def link_all(self, agents: list[str], commit_ms: list[int]) -> None:
-        """Link the placed slots as :meth:`add` would have, in slot (commit) order."""
+        """Link the placed slots as :meth:`add` would have, in slot (commit) order; the lexical index's
+        postings all merged into its flat arrays (a query then reads one part a term)."""
+        self.lexical.merge()
         for slot in range(self.size):
             if self.live[slot]:
                 self._link_new(slot, agents[slot], commit_ms[slot], self.episode[slot])
