@@ -77,8 +77,9 @@ class _Run:
 class Partition:
     """One namespace: rows by slot (append-only; a changed row gets a new slot). Per live memory
     it holds about 1.3 KB plus the content at 512 dims: the int8 vector (516 B), its reduced row
-    once IVF-partitioned (512 B), the row record (~150 B), BM25 postings, the id and a few
-    per-slot numbers (`tests/bench/serving_memory.py` measures it)."""
+    once IVF-partitioned (4 B a principal axis kept: 256 B for 64), the row record (~190 B), BM25
+    postings (6 B each: ~330 B for the million bench's texts), the id and a few per-slot numbers
+    (`tests/bench/serving_memory.py` and `tests/bench/million.py` measure it)."""
 
     def __init__(self, namespace: str, dim: int, bm25: BM25Params) -> None:
         self.namespace = namespace
