@@ -12,6 +12,7 @@ memory was recalled.
 from __future__ import annotations
 
 import sqlite3
+import sys
 from pathlib import Path
 from typing import ClassVar
 
@@ -110,5 +111,5 @@ class RecallCounts(ProjectionFollower):
             self._totals = {}
             self._restart()
             return
-        self._totals.update(totals)
+        self._totals.update((sys.intern(mid), total) for mid, total in totals.items())  # the serving index's ids
         self._change = latest

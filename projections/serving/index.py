@@ -239,6 +239,7 @@ class ServingIndex:
         touched: set[str] = set()
         for i in sorted(range(len(rows)), key=keys.__getitem__):  # commit order orders context neighbours
             row = rows[i]
+            row["id"] = sys.intern(row["id"])   # as a load's: shared with the followers
             old = state.where.get(row["id"])
             if old is not None and not deleted[i] and old[0] == row["namespace"]:
                 part = state.parts[old[0]]

@@ -3,6 +3,8 @@ slots a first load gives the rows it reads (`slots_by_commit`)."""
 
 from __future__ import annotations
 
+import sys
+
 import pyarrow as pa
 
 from events import positions
@@ -47,8 +49,9 @@ class Locations:
 
 
 def slots_by_commit(keys: pa.Table, upto: tuple[int, int]) -> dict[str, list[str]]:
-    """Per namespace, the ids of the rows at or before `upto`, in commit order (their slots)."""
-    stamped = [(positions.key(p), mid, ns) for mid, ns, p in zip(keys.column("id").to_pylist(),
+    """Per namespace, the ids of the rows at or before `upto`, in commit order (their slots); the ids
+    interned, so that the gateway's followers (recall counts, prefetch partners) share them."""
+    stamped = [(positions.key(p), sys.intern(mid), ns) for mid, ns, p in zip(keys.column("id").to_pylist(),
                                                                  keys.column("namespace").to_pylist(),
                                                                  keys.column("position").to_pylist())]
     stamped.sort()

@@ -88,3 +88,18 @@ async def test_partners_reload_when_the_log_was_trimmed_or_the_graph_rebuilt(sto
     _same_as_sql(partners, reader, 0.4)
     await partners.close()
     reader.close()
+
+
+def test_partners_hold_one_tuple_per_weight_and_namespace_and_interned_ids() -> None:
+    import sys
+
+    partners = PrefetchPartners(GraphReader.__new__(GraphReader), min_weight=0.5)
+    ids = ["".join(["m", str(i)]) for i in range(6)]          # built at run time: not interned yet
+    edges = [(ids[0], ids[1], 1.0, SHARED), (ids[0], ids[2], 1.0, SHARED), (ids[3], ids[4], 1.0, ALICE),
+             (ids[4], ids[5], 0.75, SHARED), (ids[1], ids[2], 1.0, SHARED)]
+    partners._apply((True, edges, 7))
+    held = partners._partners
+    assert held[ids[0]][ids[1]] is held[ids[0]][ids[2]] is held[ids[1]][ids[2]] == (1.0, SHARED)
+    assert held[ids[3]][ids[4]] == (1.0, ALICE) and held[ids[4]][ids[5]] == (0.75, SHARED)
+    assert all(key is sys.intern(key) for key in held) and all(k is sys.intern(k) for d in held.values() for k in d)
+    assert len(partners._values) == 3
