@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Iterator, Mapping
 from datetime import timedelta
 from pathlib import Path
-from collections.abc import Awaitable, Iterator, Mapping
 from typing import Any, Callable
 
 import pyarrow as pa
@@ -41,6 +41,19 @@ class LanceProjection:
     directory: Path
     _table: LanceTable
     _lock: WriterLock
+
+    async def _checkpointed_scan(self, empty: pa.Schema) -> tuple[Checkpoint | None, Scan]:
+        """The checkpoint and a scan of the table version it records (of `empty`'s columns when there
+        is none yet): what a digest reads."""
+        ck = await asyncio.to_thread(checkpoint_file.load, self.directory)
+        version = ck.table_version if ck is not None else None
+        exists = version is not None and await self._table.exists()
+
+        async def scan(columns: list[str]) -> pa.Table:
+            if not exists:
+                return empty.empty_table().select(columns)
+            return await self._table.scan(columns, version)
+        return ck, scan
 
     def _init_checkpointing(self) -> None:
         self._ck: Checkpoint | None = None
@@ -222,14 +235,7 @@ class TableProjection(LanceProjection):
     async def digest_at(self) -> tuple[str, str | None]:
         """Digest of the rows as of the checkpoint (the table version it records), in key order, and
         that checkpoint's position."""
-        ck = await asyncio.to_thread(checkpoint_file.load, self.directory)
-        empty = ck is None or ck.table_version is None or not await self._table.exists()
-
-        async def scan(columns: list[str]) -> pa.Table:
-            if empty:
-                return self.schema.empty_table().select(columns)
-            assert ck is not None and ck.table_version is not None
-            return await self._table.scan(columns, ck.table_version)
+        ck, scan = await self._checkpointed_scan(self.schema)
         columns = {name: ([name], column_values(name, canonical)) for name in self.schema.names}
         return await digest_by_column(scan, self._table.key, columns), ck.position if ck else None
 

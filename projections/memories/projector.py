@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from datetime import timedelta
 from collections.abc import Iterator
+from datetime import timedelta
 from itertools import islice
 from pathlib import Path
 from typing import Any, Callable
@@ -33,7 +33,6 @@ import structlog
 
 from events.catalogue import MemoryCommitted
 from events.envelope import Event
-from projections.core import checkpoint as checkpoint_file
 from projections.core.checkpoint import Checkpoint
 from projections.core.digest import canonical, vector_token
 from projections.core.errors import RebuildRequired
@@ -255,14 +254,7 @@ class MemoriesProjector(LanceProjection):
     async def digest_at(self) -> tuple[str, str | None]:
         """Digest of the rows as of the checkpoint (the table version it records), column-wise, and
         that checkpoint's position: consistent however fast a live writer moves on."""
-        ck = await asyncio.to_thread(checkpoint_file.load, self.directory)
-        empty = ck is None or ck.table_version is None or not await self._table.exists()
-
-        async def scan(columns: list[str]) -> pa.Table:
-            if empty:
-                return memories_schema(1).empty_table().select(columns)
-            assert ck is not None and ck.table_version is not None
-            return await self._table.scan(columns, ck.table_version)
+        ck, scan = await self._checkpointed_scan(memories_schema(1))
         return await digest_by_column(scan, "id", DIGEST_COLUMNS), ck.position if ck else None
 
     def upkeep_due(self) -> bool:
