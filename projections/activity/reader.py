@@ -21,6 +21,10 @@ from projections.serving.followers import ProjectionFollower
 from projections.core.sqlite_reader import SqliteReader
 
 DB_FILE = "activity.db"
+#: the first and last change numbers kept, two B-tree seeks (one `SELECT MIN(x), MAX(x)` scans the whole
+#: table: 7 ms at 100k memories, every refresh of the gateway's recall counts)
+BOUNDS_SQL = ("SELECT (SELECT MIN(change) FROM recall_changes), "
+              "(SELECT COALESCE(MAX(change), 0) FROM recall_changes)")
 
 
 class ActivityReader(SqliteReader):
@@ -63,8 +67,7 @@ class ActivityReader(SqliteReader):
             try:
                 conn.execute("BEGIN")
                 try:
-                    first, latest = conn.execute("SELECT MIN(change), COALESCE(MAX(change), 0) "
-                                                 "FROM recall_changes").fetchone()
+                    first, latest = conn.execute(BOUNDS_SQL).fetchone()
                     if change < 0 or (first is not None and change < first - 1):   # numbers dropped since
                         rows = conn.execute("SELECT memory_id, SUM(count), MAX(last_ms) FROM recalls "
                                             "GROUP BY memory_id")

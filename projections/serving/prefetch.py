@@ -20,6 +20,9 @@ from projections.serving.followers import ProjectionFollower
 from projections.graph.reader import PREFETCH_MIN_WEIGHT, GraphReader, Neighbour
 
 Edge = tuple[str, str, float, str]     # source, target, weight (-1: deleted), edge namespace
+#: the log's first and last change numbers, two B-tree seeks (SQLite answers `SELECT MIN(x), MAX(x)` in
+#: one query by scanning the whole table: 16 ms for the 200k entries kept, four times a second)
+BOUNDS_SQL = "SELECT (SELECT MIN(change) FROM cooccurs_log), (SELECT MAX(change) FROM cooccurs_log)"
 
 
 def read_changes(reader: GraphReader, since: int, min_weight: float) -> tuple[bool, list[Edge], int] | None:
@@ -29,7 +32,7 @@ def read_changes(reader: GraphReader, since: int, min_weight: float) -> tuple[bo
     def run(conn: sqlite3.Connection) -> tuple[bool, list[Edge], int]:
         conn.execute("BEGIN")
         try:
-            lowest, latest = conn.execute("SELECT MIN(change), MAX(change) FROM cooccurs_log").fetchone()
+            lowest, latest = conn.execute(BOUNDS_SQL).fetchone()
             latest = int(latest or 0)
             if since >= 0 and latest >= since and (lowest is None or lowest <= since + 1):
                 return False, conn.execute("SELECT source_id, target_id, weight, namespace FROM cooccurs_log "

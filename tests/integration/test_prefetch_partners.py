@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import itertools
 import shutil
+import sqlite3
 from pathlib import Path
 
 import projections.graph.cooccurs as cooccurs_module
 from projections.graph.reader import GraphReader
 from projections.graph.schema import DB_FILE
-from projections.serving.prefetch import PrefetchPartners
+from projections.serving.prefetch import BOUNDS_SQL, PrefetchPartners
 from test_projection_graph import ALICE, SHARED, append, commit, delete, project, pruned, rows, served
 
 IDS = ["s1", "s2", "s3", "s4", "s5", "p1", "p2", "p3"]
@@ -103,3 +104,15 @@ def test_partners_hold_one_tuple_per_weight_and_namespace_and_interned_ids() -> 
     assert held[ids[3]][ids[4]] == (1.0, ALICE) and held[ids[4]][ids[5]] == (0.75, SHARED)
     assert all(key is sys.intern(key) for key in held) and all(k is sys.intern(k) for d in held.values() for k in d)
     assert len(partners._values) == 3
+
+
+async def test_the_log_bounds_are_two_seeks_not_a_scan(store, tmp_path: Path) -> None:
+    """Every refresh reads the log's first and last change numbers: one `MIN(x), MAX(x)` query scans
+    all the entries kept (16 ms for 200k, four times a second), two subqueries seek."""
+    await _graph(store, tmp_path)
+    conn = sqlite3.connect(tmp_path / DB_FILE)
+    plan = " | ".join(row[-1] for row in conn.execute("EXPLAIN QUERY PLAN " + BOUNDS_SQL))
+    assert "SCAN cooccurs_log" not in plan and plan.count("SEARCH cooccurs_log") == 2, plan
+    assert conn.execute(BOUNDS_SQL).fetchone() == conn.execute(
+        "SELECT MIN(change), MAX(change) FROM cooccurs_log").fetchone() != (None, None)
+    conn.close()
