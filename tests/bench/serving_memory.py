@@ -13,7 +13,8 @@ index (`ServingIndex.wait_ready`, IVF trained where a namespace is big enough) a
 growth over N, beside the bytes of the texts and of float32 vectors (the reference: a float32
 copy alone costs 4 x dim bytes a memory). It also reports recall@10 of the index's dense search
 against an exact float32 scan of the same vectors (numpy, in the child) for 200 queries in the
-biggest namespace, and the load time.
+biggest namespace, the load time, and the bytes each part of the index holds (`breakdown`: B a
+memory, the impact cache empty since no BM25 query ran).
 """
 
 from __future__ import annotations
@@ -113,6 +114,39 @@ def write_table(directory: Path, n: int, dim: int) -> int:
     return text_bytes
 
 
+def _strings(values) -> int:
+    return sum(sys.getsizeof(v) for v in values)
+
+
+def breakdown(state) -> dict[str, int]:
+    """Bytes held by each part of a loaded index (arrays at their allocated capacity; Python objects by
+    sys.getsizeof, a string counted once where it is shared): what the RSS growth is made of, the rest
+    being allocator overhead. Reads the parts' private fields: a bench, not an API."""
+    out = dict.fromkeys(["int8 vectors", "row records (texts)", "BM25 postings", "BM25 term dictionary",
+                         "BM25 impact cache", "IVF reduced rows", "IVF lists", "ids", "locations",
+                         "live/neighbour arrays", "per-slot BM25 arrays"], 0)
+    for part in state.parts.values():
+        out["int8 vectors"] += part.vectors.codes.nbytes + part.vectors.scales.nbytes
+        rows = part.rows
+        out["row records (texts)"] += (len(rows._data) + rows._start.itemsize * len(rows._start)
+                                       + rows._end.itemsize * len(rows._end))
+        lex = part.lexical
+        out["BM25 postings"] += lex._main.nbytes + sum(a.itemsize * len(a) + b.itemsize * len(b)
+                                                       for a, b in lex._new.values())
+        out["BM25 term dictionary"] += sys.getsizeof(lex._tid) + _strings(lex._tid) + lex._df.nbytes
+        out["BM25 impact cache"] += sum(v[1].nbytes for v in lex._impacts.values())
+        out["per-slot BM25 arrays"] += len(lex._state) + lex._doc_len.itemsize * len(lex._doc_len)
+        if part.ivf is not None:
+            ivf = part.ivf
+            out["IVF reduced rows"] += sum(a.nbytes for a in (ivf.reduced, ivf.tail) if a is not None)
+            out["IVF lists"] += ivf.order.nbytes + ivf.offsets.nbytes + ivf.centroids.nbytes + (
+                ivf.basis.nbytes if ivf.basis is not None else 0)
+        out["ids"] += sys.getsizeof(part.ids) + _strings(part.ids)
+        out["live/neighbour arrays"] += part.live.nbytes + part.prev.nbytes + part.next.nbytes
+    out["locations"] = sys.getsizeof(state.where._at) + sys.getsizeof(state.where._names)
+    return out
+
+
 def child(directory: Path, n: int, text_bytes: int, dim: int) -> None:
     import structlog
 
@@ -135,6 +169,7 @@ def child(directory: Path, n: int, text_bytes: int, dim: int) -> None:
         after = _rss()
         state = index._state
         assert state is not None
+        parts = breakdown(state)
         biggest = max(state.parts.values(), key=lambda p: p.live_count)
         # exact float32 reference for the biggest namespace, read back from LanceDB
         data = await table.query().where(f"namespace = '{biggest.namespace}'").select(["id", "vector"]).to_arrow()
@@ -159,7 +194,7 @@ def child(directory: Path, n: int, text_bytes: int, dim: int) -> None:
                 "text_per_memory": text_bytes / n, "load_s": load_s, "recall_at_10": found / (10 * queries),
                 "biggest": biggest.live_count, "ivf": biggest.ivf is not None,
                 "reduced": biggest.ivf is not None and biggest.ivf.reduced is not None,
-                "dense_p50_ms": 1000 * float(np.median(took))}
+                "dense_p50_ms": 1000 * float(np.median(took)), "parts": parts}
 
     print(json.dumps(asyncio.run(run())))
 
@@ -186,6 +221,10 @@ def main() -> int:
             print(f"{n:>10,} {r['rss_mb']:>8.0f} {r['per_memory']:>9,.0f} {r['text_per_memory']:>7.0f} "
                   f"{4 * args.dim:>9,} {r['load_s']:>7.1f} {r['recall_at_10']:>9.3f} {r['dense_p50_ms']:>7.2f}ms"
                   f"  {r['biggest']:,} rows, ivf={r['ivf']}, reduced={r['reduced']}", flush=True)
+            listed = sum(r["parts"].values())
+            print("    " + ", ".join(f"{k} {v / n:,.0f}" for k, v in r["parts"].items() if v)
+                  + f"; listed {listed / n:,.0f} B a memory, the rest of the RSS growth "
+                  f"{r['per_memory'] - listed / n:,.0f} (allocator overhead, Python objects not listed)", flush=True)
         finally:
             shutil.rmtree(work, ignore_errors=True)
     return 0
