@@ -192,3 +192,24 @@ def test_merges_removals_and_remapping_keep_the_formula(monkeypatch: pytest.Monk
         index.remove(0)
         index.add(0, ["again"])
 
+
+
+def test_a_merge_inserts_what_a_sort_of_everything_gives() -> None:
+    """`_Postings.merged` (the added postings inserted after each term's own) equals `grouped` over the
+    two concatenated: new term ids past the old offsets, terms with no old postings, an empty start."""
+    from projections.serving.bm25 import _Postings
+
+    rng = np.random.default_rng(5)
+    for old_n, old_terms, new_n, new_terms in [(0, 0, 50, 7), (200, 30, 40, 30), (5000, 400, 900, 460),
+                                               (30, 200, 500, 260)]:
+        tids = rng.integers(0, max(old_terms, 1), old_n).astype(np.int32)
+        main = _Postings.grouped(tids, rng.integers(0, 10**6, old_n).astype(np.int32),
+                                 rng.integers(1, 9, old_n).astype(np.uint16), old_terms)
+        add = (rng.integers(0, new_terms, new_n).astype(np.int32), rng.integers(0, 10**6, new_n).astype(np.int32),
+               rng.integers(1, 9, new_n).astype(np.uint16))
+        want = _Postings.grouped(*(np.concatenate([a, b]) for a, b in zip((main.tids(), main.slots, main.tfs), add)),
+                                 new_terms)
+        got = main.merged(*add, new_terms)
+        assert np.array_equal(got.offsets, want.offsets)
+        assert np.array_equal(got.slots, want.slots) and got.slots.dtype == np.int32
+        assert np.array_equal(got.tfs, want.tfs) and got.tfs.dtype == np.uint16
