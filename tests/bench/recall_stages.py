@@ -1,6 +1,6 @@
 """The serving index's search stages alone, in process, at N rows of one namespace (default 67k,
 the bigger namespace of the 100k recall benchmark): BM25 scores, full-text search with and
-without context neighbours, IVF dense search. No HTTP and no other process, so the figures move
+without context neighbours, IVF dense search, a BM25 merge. No HTTP and no other process, so the figures move
 much less with the machine's load than the end-to-end benchmark's.
 
     OPENBLAS_NUM_THREADS=1 .venv/bin/python tests/bench/recall_stages.py [--n 67000] [--queries 300]
@@ -52,6 +52,23 @@ def main(args) -> None:
     timed("full-text top 50, context 0.6", lambda i: part.lexical_search(qs[i], 50, 0.6), args.queries)
     timed("full-text top 50, context 0", lambda i: part.lexical_search(qs[i], 50, 0.0), args.queries)
     timed("dense top 50 (IVF)", lambda i: part.dense(qv[i], 50, IvfParams()), args.queries)
+    merges(part.lexical)
+
+
+def merges(lexical) -> None:
+    """A live ingest's merge of the postings added since the last one (an eighth of the rest), as the
+    index does it (inserted after each term's own) and as a sort of every posting would."""
+    from projections.serving.bm25 import _Postings
+
+    main = lexical._main
+    rng = np.random.default_rng(3)
+    n = len(main.slots) // 8
+    added = (main.tids()[rng.integers(0, len(main.slots), n)], rng.integers(0, 10 ** 6, n).astype(np.int32),
+             np.ones(n, dtype=np.uint16))
+    terms = len(main.offsets) - 1
+    everything = [np.concatenate([a, b]) for a, b in zip((main.tids(), main.slots, main.tfs), added)]
+    timed(f"merge of {n:,} postings into {len(main.slots):,}: inserted", lambda i: main.merged(*added, terms), 5)
+    timed("  the same, every posting sorted", lambda i: _Postings.grouped(*everything, terms), 5)
 
 
 if __name__ == "__main__":
