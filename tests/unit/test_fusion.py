@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+import random
+import re
 
 import pytest
 
@@ -12,7 +14,9 @@ from projections.queries.recall.fusion import (
     EPS,
     MIN_SCORE_DEFAULTS,
     FusionParams,
+    LATIN_WORD_UNITS,
     LEAD_MIN_CANDIDATES,
+    SCRIPT_SHARE,
     absolute_score,
     dense_leads,
     fuse,
@@ -161,6 +165,27 @@ def test_script_detection_and_blindness() -> None:
     assert lexically_blind("en", "用户对花生过敏") and lexically_blind("zh", "Maria is allergic")
     assert not lexically_blind("en", "Maria is allergic") and not lexically_blind("en", "ComfyUI runs on 主力机")
     assert not lexically_blind("mixed", "用户对花生过敏") and not lexically_blind("", "Maria")
+
+
+def test_script_counts_cjk_characters_and_latin_words_one_by_one() -> None:
+    """script_of counts CJK characters run by run and skips ASCII texts: the same verdicts as
+    counting every CJK character and every Latin word on its own, at the ranges' edges too."""
+    cjk, word = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]"), re.compile(r"[A-Za-z]+")
+
+    def by_characters(text: str) -> str:
+        n_cjk, n_latin = len(cjk.findall(text)), LATIN_WORD_UNITS * len(word.findall(text))
+        if n_cjk + n_latin == 0:
+            return ""
+        share = n_cjk / (n_cjk + n_latin)
+        return "zh" if share >= SCRIPT_SHARE else "en" if share <= 1.0 - SCRIPT_SHARE else "mixed"
+
+    rng = random.Random(3)
+    alphabet = ["a", "Zq", " ", "中", "文", "7", "é", "\u3400", "\u4dbf", "\u4dc0", "\u4e00", "\u9fff", "\uf900",
+                "\ufaff", "\ufb00", "。", "ｆ", "あ", "한"]
+    texts = ["", "8189 !", "Maria", "用户对花生过敏"] + [
+        "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 40))) for _ in range(3000)]
+    assert [script_of(t) for t in texts] == [by_characters(t) for t in texts]
+    assert {script_of(t) for t in texts} == {"", "zh", "en", "mixed"}
 
 
 def test_missing_from_a_full_pool_gets_the_pool_minimum() -> None:
