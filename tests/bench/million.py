@@ -18,9 +18,10 @@ For each scale point, in order:
 - measure, --runs times, once /health says the serving index serves at the memories checkpoint (as a
   readiness check would wait; medians printed, the load average of each run beside each figure): RSS of the
   gateway process alone, of its children (projectors, query embedder) and of redis; disk (projections,
-  embedding cache, redis AOF); recall p50/p99 over HTTP at c=1 and recalls/s at c=16 (cache off, distinct
-  queries) for two scopes of agent bench0, each printed with its live memories: "own" (the default: its
-  namespaces + `shared`, ~200k at 1M) and "all" (every agent's -main added by include_namespaces: every
+  embedding cache, redis AOF; the graph, and the LanceDB tables' older versions apart: kept 10 minutes);
+  recall p50/p99 over HTTP at c=1 and recalls/s at c=16 (cache off, distinct queries) for two scopes
+  of agent bench0, each printed with its live memories: "own" (the default: its namespaces + `shared`,
+  ~200k at 1M) and "all" (every agent's -main added by include_namespaces: every
   memory); the projector child's CPU per recall over each c=16 burst until its audits are folded (the
   burst starts once the projectors are at rest; their rest rate is printed, and the figure less it); replay events/s: `projections.core.replay.rebuild` (what
   `zhiyi replay --into` runs: every projection, their maintain and digests, graph in a second process) in
@@ -96,6 +97,11 @@ def print_point(pt: dict) -> None:
     print(f"  disk: total {d['.'] / MB:,.0f} MB = {d['.'] / n:,.0f} B per memory (projections "
           f"{d['data/projections'] / MB:,.0f} MB, embedding cache {d['data/cache'] / MB:,.0f} MB, redis "
           f"{d['redis'] / MB:,.0f} MB)")
+    if "lance" in d:
+        old_versions = d["lance"] - d["lance_latest"]
+        print(f"    of the projections: graph {d['data/projections/graph'] / MB:,.0f} MB, LanceDB tables "
+              f"{d['lance'] / MB:,.0f} MB, {old_versions / MB:,.0f} MB of it older versions (pruned once older "
+              f"than the 10-minute retention); without those {(d['.'] - old_versions) / n:,.0f} B per memory")
     for name, what in (("own", "bench0's default scope: own namespaces + shared"),
                        ("all", "+ every agent's -main by include_namespaces: every memory")):
         def m(*path: str) -> float:

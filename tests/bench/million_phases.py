@@ -290,6 +290,22 @@ async def recall_figures(s: aiohttp.ClientSession, base: str, h: dict, extra: di
     return out
 
 
+async def lance_versions(data_dir: Path) -> tuple[int, int]:
+    """(bytes on disk, bytes of the latest version) of every LanceDB table of the projections. The
+    difference is older versions: the projectors prune them once they are older than their retention
+    (10 minutes), so right after an ingest the disk holds the versions of its last 10 minutes too."""
+    import lancedb
+
+    on_disk = latest = 0
+    for table_dir in sorted((data_dir / "projections").glob("*/*.lance")):
+        on_disk += sum(f.stat().st_size for f in table_dir.rglob("*") if f.is_file())
+        db = await lancedb.connect_async(str(table_dir.parent))
+        table = await db.open_table(table_dir.stem)
+        latest += int((await table.stats())["total_bytes"])
+        table.close()
+    return on_disk, latest
+
+
 async def measure(s: aiohttp.ClientSession, base: str, pids: dict, store: EventStore, state: dict, work: Path,
                   redis_url: str, args, run: int) -> dict:
     """Every figure at the present size, once: disk, recall_figures for two scopes of agent
@@ -301,9 +317,11 @@ async def measure(s: aiohttp.ClientSession, base: str, pids: dict, store: EventS
     own = [main, main.replace("-main", "-ephemeral"), "shared"]
     others = [m for _, _, m in state["agents"][1:]]
     labels = tree_labels(pids["gateway"])
-    sizes = dict(disk_usage(work, depth=2))
-    out["disk"] = {k: sizes.get(k, 0) for k in ("data", "data/projections", "data/cache", "redis")}
+    sizes = dict(disk_usage(work, depth=3))
+    out["disk"] = {k: sizes.get(k, 0) for k in ("data", "data/projections", "data/cache", "redis",
+                                                 "data/projections/graph")}
     out["disk"]["."] = out["disk"]["data"] + out["disk"]["redis"]   # not a scratch dir a killed run left
+    out["disk"]["lance"], out["disk"]["lance_latest"] = await lance_versions(work / "data")
     rng = random.Random(f"{state['committed']}-{run}-{args.seed}")
     projectors = [p for p, label in labels.items() if label == "projectors"]
     out["recall"] = {}
