@@ -6,6 +6,7 @@ a digest of the answers (the same digest = the same answers: a change must not m
 changes ranking on purpose).
 
     OPENBLAS_NUM_THREADS=1 .venv/bin/python tests/bench/recall_service_cpu.py --dir /tmp/zr/20k [--stages]
+        [--scope NS,NS,...]
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ async def main(args) -> None:
     service = RecallService(MemoriesReader(data / "memories"), Precomputed(vecs), synonyms=SynonymsReader(data / "synonyms"),
                             serving=True, activity=counts, graph=graph, partners=partners)
     await service.load(wait=True)
-    scope = ["bench-main", "bench-ephemeral", "shared"]
+    scope = args.scope.split(",")
     for q in queries[:20]:   # warm: followers loaded, impacts cached
         await service.recall(RecallRequest(query=q, namespaces=scope))
         counts.recalls([]), partners.prefetch([], scope)
@@ -154,6 +155,8 @@ if __name__ == "__main__":
     p = argparse.ArgumentParser()
     p.add_argument("--dir", required=True)
     p.add_argument("--queries", type=int, default=500)
+    p.add_argument("--scope", default="bench-main,bench-ephemeral,shared",
+                   help="the namespaces searched (million.py's data dir: bench0-main,bench0-ephemeral,shared)")
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--concurrency", type=int, default=1, help="then rounds of recalls at this concurrency")
     p.add_argument("--rounds", type=int, default=4)
