@@ -58,7 +58,7 @@ def _tombstones(directory: Path, embedder: Any, offline: bool) -> Projector:
 
 def _graph(directory: Path, embedder: Any, offline: bool) -> Projector:
     from projections.graph.projector import GraphProjector
-    return GraphProjector(directory)
+    return GraphProjector(directory, log_changes=not offline)
 
 
 def _episodes(directory: Path, embedder: Any, offline: bool) -> Projector:

@@ -42,14 +42,16 @@ DIGEST_SQL = (f"SELECT {COOCCURS_ID}, last_at FROM graph_cooccurs WHERE last_at 
               "UNION ALL SELECT edge_id, last_at FROM graph_cooccur_gone ORDER BY 1")
 
 
-def co_recalled(conn: sqlite3.Connection, recalls: list[tuple[list[str], str]]) -> None:
+def co_recalled(conn: sqlite3.Connection, recalls: list[tuple[list[str], str]], *, log: bool = True) -> None:
     """Fold a run of `recall.served` (each: its top memory ids, its time), in order, as if one by one.
 
     Every recall of a known memory counts one; every pair of a recall's known top memories gets one
     more piece of evidence and weight = evidence / min(the two recall counts at that moment). The
     run is simulated in memory and each touched row written once: a batch folds to exactly what the
     same events give one at a time (live tailing and replays agree), with a few statements per
-    batch instead of ~25 per recall.
+    batch instead of ~25 per recall. `log=False`: the writes are not entered in `cooccurs_log` (an
+    offline rebuild: nobody follows it, and a gateway resets its view when the rebuilt graph replaces
+    the live one).
     """
     ids = list(dict.fromkeys(m for top, _ in recalls for m in top))
     known = dict(select_in(conn, "SELECT id, namespace FROM graph_nodes WHERE id IN ({})", ids))
@@ -86,8 +88,9 @@ def co_recalled(conn: sqlite3.Connection, recalls: list[tuple[list[str], str]]) 
         "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (source_id, target_id) DO UPDATE SET "
         "weight = excluded.weight, evidence_count = excluded.evidence_count, last_at = excluded.last_at",
         [(s, t, *e) for (s, t), e in edges.items()])
-    conn.executemany("INSERT INTO cooccurs_log (source_id, target_id, weight, namespace) VALUES (?, ?, ?, ?)",
-                     [(s, t, e[0], e[1]) for (s, t), e in edges.items()])
+    if log:
+        conn.executemany("INSERT INTO cooccurs_log (source_id, target_id, weight, namespace) VALUES (?, ?, ?, ?)",
+                         [(s, t, e[0], e[1]) for (s, t), e in edges.items()])
     if conn.execute("SELECT 1 FROM graph_cooccur_gone LIMIT 1").fetchone() is not None:
         # an edge made again: its last co-recall is the new one (schema 2 updated the one row)
         conn.executemany("DELETE FROM graph_cooccur_gone WHERE edge_id = ?",

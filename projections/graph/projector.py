@@ -85,8 +85,11 @@ class GraphProjector(SqliteProjection):
     schema = PROJECTION_SCHEMA
     schema_version = SCHEMA_VERSION
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, *, log_changes: bool = True) -> None:
         super().__init__(directory, DB_FILE)
+        # False for an offline rebuild: co-recalls are not entered in `cooccurs_log` (600k entries for
+        # a 200k-event log, ~8% of the fold, trimmed to the last COOCCURS_LOG_KEEP anyway)
+        self.log_changes = log_changes
 
     def _load_checkpoint(self) -> str | None:
         """Also migrates a graph.db of an older schema, when the runner starts: readers must not wait for
@@ -121,7 +124,7 @@ class GraphProjector(SqliteProjection):
                 odd = odd or any(m.startswith(("entity:", "episode:")) for m in top)
                 continue
             if recalls and not _commutes(d, named, odd):
-                co_recalled(conn, recalls)
+                co_recalled(conn, recalls, log=self.log_changes)
                 recalls, named, odd = [], set(), False
             if isinstance(d, MemoryCommitted):
                 self._memory(conn, d.memory_id, d.content, d.namespace, d.category, at, version=1)
@@ -166,7 +169,7 @@ class GraphProjector(SqliteProjection):
                 # change the ranks, or live (small batches) and rebuilt (big batches) graphs differ
                 _store_pagerank(conn)
         if recalls:
-            co_recalled(conn, recalls)
+            co_recalled(conn, recalls, log=self.log_changes)
         cooccurs.trim_log(conn)
 
     # ------------------------------------------------------------------ writes
@@ -285,11 +288,13 @@ def _commutes(d: object, named: set[str], odd: bool) -> bool:
     """Whether folding `d` before the recalls that came before it (naming `named`) folds the same: the
     co-recall fold reads the nodes a recall names, their recall counts and CO_OCCURS edges. A commit,
     correction or extraction adds nodes (a memory's own, entities, an episode: none named), a conflict
-    touches other tables; a deletion, forgetting or prune does not commute. Events the graph does not
-    fold commute."""
-    if isinstance(d, (MemoryCommitted, MemoryCorrected, EntitiesExtracted)):
+    touches other tables; a deletion or forgetting of a memory none of them names removes only that
+    memory's node, count and edges (and keeps those edges' last co-recalls, which no edge between named
+    memories is), so it commutes too; a prune (it ranks the whole graph) does not. Events the graph
+    does not fold commute."""
+    if isinstance(d, (MemoryCommitted, MemoryCorrected, EntitiesExtracted, MemoryDeleted, MemoryForgotten)):
         return not odd and d.memory_id not in named
-    return not isinstance(d, (MemoryDeleted, MemoryForgotten, GraphPruned))
+    return not isinstance(d, GraphPruned)
 
 
 def _store_pagerank(conn: sqlite3.Connection) -> None:

@@ -391,6 +391,60 @@ async def test_runs_of_recalls_fold_together_exactly_as_one_by_one(store, tmp_pa
     assert not any("m5" in e for e in got)
 
 
+async def test_deletions_of_memories_no_pending_recall_names_fold_inside_a_run(store, tmp_path: Path) -> None:
+    """A deletion or forgetting of a memory none of the recalls before it (in the batch) names is folded
+    before them (the run of recalls goes on); one of a named memory ends the run first. Either way the
+    graph is the one-by-one graph: recalls over a few memories, deletions of others and of named ones,
+    re-commits, recalls naming deleted ids, in batches of 1, 5 and 1000."""
+    import random
+
+    rng = random.Random(11)
+    hot = [f"h{i}" for i in range(8)]            # what the recalls name
+    cold = [f"c{i}" for i in range(30)]          # deleted while runs are pending, never named before
+    log = [commit(m, f"note {m} about service {m}", ns=ALICE if i % 3 == 0 else SHARED)
+           for i, m in enumerate(hot + cold)]
+    log += [served(*rng.sample(hot, 3)) for _ in range(3)]
+    log += [served("h0", "c0"), served("c0", "h1", "c1")]       # c0, c1: edges of their own, then deleted
+    for step in range(60):
+        log.append(served(*rng.sample(hot, rng.randint(2, 5))))
+        if step % 6 == 2:
+            victim = cold[step // 6]
+            log.append(delete(victim) if step % 12 == 2 else forget(victim))
+        if step == 30:
+            log += [delete("h2"), served("h2", "h3"), commit("h2", "h2 is back"), served("h2", "h4")]
+        if step == 45:
+            log += [commit("c0", "c0 returns"), served("c0", "h5"), delete("h6")]
+    await append(store, *log)
+    digests = await _digests_by_batching(store, tmp_path, (1, 5, 1000))
+    assert len(set(digests)) == 1
+    got = co(tmp_path / "run-2")
+    assert any("c0" in e for e in got) and not any("c1" in e or "h6" in e for e in got)
+    gone = rows(tmp_path / "run-2", "SELECT edge_id FROM graph_cooccur_gone")
+    assert any("c1" in r["edge_id"] for r in gone)      # deleted c1's edge keeps its last co-recall
+
+
+async def test_an_offline_graph_leaves_its_co_recalls_out_of_the_change_log(store, tmp_path: Path) -> None:
+    """A rebuild's graph (`log_changes=False`) writes no `cooccurs_log` entries for co-recalls: the
+    same digest as a live one, which logs every change."""
+    await _mixed_log(store)
+    events = await store.read()
+    live, offline = GraphProjector(tmp_path / "live"), GraphProjector(tmp_path / "offline", log_changes=False)
+    for p in (live, offline):
+        await p.apply(events)
+    assert await live.digest() == await offline.digest()
+    await live.close()
+    await offline.close()
+    logged = "SELECT COUNT(*) AS n FROM cooccurs_log"
+    assert rows(tmp_path / "live", logged)[0]["n"] > 3
+    # the deletion at the end logs its edges' removal (a trigger), co-recalls none
+    assert rows(tmp_path / "offline", logged + " WHERE weight >= 0")[0]["n"] == 0
+    from projections.core.registry import make_projectors
+
+    [graph] = make_projectors(tmp_path / "r", None, offline=True, only=("graph",))
+    [live_graph] = make_projectors(tmp_path / "l", None, only=("graph",))
+    assert (graph.log_changes, live_graph.log_changes) == (False, True)
+
+
 async def test_a_rebuild_equals_the_live_graph_after_a_prune(store, tmp_path: Path) -> None:
     await _mixed_log(store)
     live_root = tmp_path / "live"
