@@ -24,7 +24,7 @@ here reads the clock or draws randomness: everything comes from the operations.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from events import positions
@@ -164,6 +164,21 @@ def _origin(op: Op) -> str:
     return op.stamp[3]
 
 
+_SAME: Any = object()
+
+
+def _evolve(s: MemoryState, *, fields: Any = _SAME, counters: Any = _SAME, votes: Any = _SAME,
+            last_recalled_ms: Any = _SAME, history: Any = _SAME, deleted: Any = _SAME, forgotten: Any = _SAME,
+            high_water: Any = _SAME) -> MemoryState:
+    """`dataclasses.replace(s, ...)` spelt out (a quarter of its time: a replay applies one op an event)."""
+    return MemoryState(s.memory_id, s.fields if fields is _SAME else fields,
+                       s.counters if counters is _SAME else counters, s.votes if votes is _SAME else votes,
+                       s.last_recalled_ms if last_recalled_ms is _SAME else last_recalled_ms,
+                       s.history if history is _SAME else history, s.deleted if deleted is _SAME else deleted,
+                       s.forgotten if forgotten is _SAME else forgotten,
+                       s.high_water if high_water is _SAME else high_water)
+
+
 def _lww(current: Register | None, value: Any, stamp: Stamp) -> Register:
     new = Register(value, stamp)
     return new if current is None else _merge_register(current, new)
@@ -199,7 +214,7 @@ def apply(state: MemoryState, op: Op) -> MemoryState:
             fields[name] = _lww(fields.get(name), value, op.stamp)
         entry = op.entry
         history = state.history | {entry} if entry is not None else state.history
-        return replace(state, fields=fields, history=history, high_water=high_water)
+        return _evolve(state, fields=fields, history=history, high_water=high_water)
     if isinstance(op, Counted):
         if op.counter not in COUNTERS:
             raise ValueError(f"unknown counter {op.counter!r}")
@@ -212,7 +227,7 @@ def apply(state: MemoryState, op: Op) -> MemoryState:
             fields = dict(state.fields)
             for name, value in op.fields.items():
                 fields[name] = _lww(fields.get(name), value, op.stamp)
-        return replace(state, fields=fields, counters={**state.counters, op.counter: per_origin},
+        return _evolve(state, fields=fields, counters={**state.counters, op.counter: per_origin},
                        last_recalled_ms=max(state.last_recalled_ms, op.at_ms) if op.counter == "recall"
                        else state.last_recalled_ms,
                        high_water=high_water)
@@ -220,13 +235,13 @@ def apply(state: MemoryState, op: Op) -> MemoryState:
         if op.verdict not in VERDICTS:
             raise ValueError(f"unknown verdict {op.verdict!r}")
         votes = {**state.votes, op.voter: _lww(state.votes.get(op.voter), op.verdict, op.stamp)}
-        return replace(state, votes=votes, high_water=high_water)
+        return _evolve(state, votes=votes, high_water=high_water)
     if isinstance(op, (Deleted, Forgotten)):
         entry = op.entry
         history = state.history | {entry} if entry is not None else state.history
         if isinstance(op, Deleted):
-            return replace(state, deleted=_earliest(state.deleted, op.stamp), history=history, high_water=high_water)
-        return replace(state, forgotten=_earliest(state.forgotten, op.stamp), history=history, high_water=high_water)
+            return _evolve(state, deleted=_earliest(state.deleted, op.stamp), history=history, high_water=high_water)
+        return _evolve(state, forgotten=_earliest(state.forgotten, op.stamp), history=history, high_water=high_water)
     raise TypeError(f"not a memory operation: {op!r}")
 
 
