@@ -74,6 +74,18 @@ def test_positions_compare_as_integer_pairs_not_strings():
         positions.parse("1.5-0")
 
 
+def test_remembered_positions_still_reject_what_is_not_one_every_time():
+    """`parse` and `key` are lru caches: a failure is not remembered, a non-string never parses."""
+    assert positions.key("") == positions.key(None) == (-1, -1)
+    for _ in range(2):
+        for bad in ("1.5-0", "x-1", "1-2-3", 7, b"1-2", True):
+            with pytest.raises(ValueError):
+                positions.parse(bad)   # type: ignore[arg-type]
+            with pytest.raises(ValueError):
+                positions.key(bad)   # type: ignore[arg-type]
+    assert positions.parse("18446744073709551615-0") == (2**64 - 1, 0)
+
+
 def test_hlc_parse_and_order():
     a, b = HLC.parse("1000:2:n1"), HLC.parse("1000:10:n1")
     assert a < b and str(a) == "1000:2:n1"
