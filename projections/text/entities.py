@@ -101,6 +101,11 @@ _HAN_RUN: Final = re.compile(f"[{_HAN}]+")
 _DIGIT: Final = re.compile(r"\d")   # what every IP, port and version pattern needs
 #: A literal the port patterns need (the others need only a digit).
 _PORT_NEEDS: Final = {_PORTS[1]: "端口", _PORTS[2]: "端口", _PORTS[4]: "监听", _PORTS[5]: ":"}
+#: Words one of which the case-insensitive port patterns need, looked for in an ASCII text lower-cased (in
+#: other texts `(?i)` also matches a few non-ASCII letters, e.g. the dotless i: those are always scanned).
+_PORT_WORDS: Final = {_PORTS[0]: ("port",), _PORTS[3]: ("listen", "bind", "bound", "serv")}
+#: A maximal run of the characters an identifier is made of: every `_IDENT` match lies inside one.
+_IDENT_RUN: Final = re.compile(r"[A-Za-z0-9_.-]+")
 _SENTENCE_END: Final = set(".!?。！？；;:：\n-*#>•·|")
 
 #: Chinese function words (longest first) and characters that split a Han run into terms.
@@ -111,8 +116,13 @@ FUNCTION_WORDS: Final = (
 FUNCTION_CHARS: Final = frozenset(
     "的了是在和与及或把被将对从到为也都就而并等个这那我你他她它们吗呢吧啊着过很又还之其于")
 _PROTECTED: Final = "对象 对比 对应 并发 并行 在线 存在 行为 等待 等级 个人 个性 将来 到期 认为".split()
-_ZH_SPLIT: Final = re.compile(  # group 1: a protected word (kept); anything else matched splits
-    f"({'|'.join(_PROTECTED)})|{'|'.join(FUNCTION_WORDS)}|[{''.join(sorted(FUNCTION_CHARS))}]")
+_ZH_SPLIT_ALTERNATIVES: Final = \
+    f"({'|'.join(_PROTECTED)})|{'|'.join(FUNCTION_WORDS)}|[{''.join(sorted(FUNCTION_CHARS))}]"
+#: group 1: a protected word (kept); anything else matched splits. The lookahead (the first characters of
+#: every alternative) fails most positions at once instead of trying ~55 alternatives there: 3x faster.
+_ZH_SPLIT: Final = re.compile(
+    f"(?=[{''.join(sorted({w[0] for w in (*_PROTECTED, *FUNCTION_WORDS)} | FUNCTION_CHARS))}])"
+    f"(?:{_ZH_SPLIT_ALTERNATIVES})")
 
 #: Capitalised words that are not names (sentence-initial words, pronouns, imperative verbs...).
 _STOP_NAMES: Final = frozenset("""
@@ -235,6 +245,17 @@ def _names(c: _Collector, text: str) -> None:
         flush(run)
 
 
+def _identifiers(text: str) -> Iterator[re.Match[str]]:
+    """`_IDENT.finditer(text)`, scanning only the runs of identifier characters that can hold a match:
+    a run of ASCII letters alone holds one only when it starts lower-case and has an upper-case letter
+    (lowerCamelCase), and digits alone hold none; 3x faster on prose, whose words are mostly such runs."""
+    for run in _IDENT_RUN.finditer(text):
+        word = run.group()
+        if (word.isalpha() and (word.islower() or word[0].isupper())) or word.isdigit():
+            continue
+        yield from _IDENT.finditer(text, run.start(), run.end())
+
+
 def _all(text: str) -> list[Entity]:
     c = _Collector(text)
     # Patterns skipped when a character every match of them needs is absent (the result is the same):
@@ -252,8 +273,11 @@ def _all(text: str) -> list[Entity]:
             value = m.group() if pattern is _IP else m.group().rstrip(_TRAIL)
             if value and c.free(m.start(), m.start() + len(value)):
                 _structured(c, value, m.start())
+    lower = text.lower() if digit and text.isascii() else None
     for pattern in _PORTS if digit else ():
         if (need := _PORT_NEEDS.get(pattern)) is not None and need not in text:
+            continue
+        if lower is not None and (words := _PORT_WORDS.get(pattern)) and not any(w in lower for w in words):
             continue
         for m in pattern.finditer(text):
             if c.free(m.start(1), m.end(1)) and (port := _valid_port(m.group(1))):
@@ -261,7 +285,7 @@ def _all(text: str) -> list[Entity]:
     for m in chain(_VER_V.finditer(text), _VER.finditer(text)) if digit else ():
         if c.free(m.start(), m.end()) and (m.re is _VER_V or _version_ok(text, m)):
             c.add(m.start(), "version", m.group(), m.group(1).lower(), m.end())
-    for m in _IDENT.finditer(text):
+    for m in _identifiers(text):
         value = m.group()
         if c.free(m.start(), m.end()) and min(map(len, value.split("."))) >= 2:  # not e.g.
             c.add(m.start(), "identifier", value, value.lower(), m.end())

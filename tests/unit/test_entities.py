@@ -221,3 +221,58 @@ def test_deterministic_unique_and_capped(text: str) -> None:
     assert first == extract(text)
     assert len({(e.kind, e.norm) for e in first}) == len(first) <= MAX_ENTITIES
     assert all(e.norm for e in first)
+
+
+# ------------------------------------------------------------------ the scans' shortcuts are exact
+
+
+def _strings(seed: int, alphabet: str, n: int, longest: int) -> list[str]:
+    import random
+
+    rng = random.Random(seed)
+    return ["".join(rng.choices(alphabet, k=rng.randint(1, longest))) for _ in range(n)]
+
+
+def test_identifiers_are_found_exactly_as_the_whole_text_scan_finds_them() -> None:
+    """`_identifiers` skips runs that cannot hold an identifier: the same matches as `_IDENT.finditer`."""
+    from projections.text.entities import _IDENT, _identifiers
+
+    texts = _strings(1, "abzAZ019_.-  中é/:`", 20_000, 40) + [
+        "use os.path.join and REDIS_URL with docker-compose on macOS", "getUser H200 py3 e.g. x.y", "McDonald iPhone"]
+    for text in texts:
+        assert [m.span() for m in _identifiers(text)] == [m.span() for m in _IDENT.finditer(text)], text
+
+
+def test_han_runs_split_exactly_as_the_alternatives_alone_split_them() -> None:
+    """The lookahead in front of `_ZH_SPLIT` changes no match, only how fast the others fail."""
+    import re
+
+    from projections.text.entities import _PROTECTED, _ZH_SPLIT, _ZH_SPLIT_ALTERNATIVES, FUNCTION_CHARS, FUNCTION_WORDS
+
+    plain = re.compile(_ZH_SPLIT_ALTERNATIVES)
+    alphabet = "".join(chr(c) for c in range(0x4e00, 0x4e00 + 200)) + "".join(FUNCTION_CHARS) * 3 + \
+        "".join(_PROTECTED) + "".join(FUNCTION_WORDS) + "ab 1"
+    for run in _strings(2, alphabet, 20_000, 30):
+        assert [(m.span(), m.group(1)) for m in _ZH_SPLIT.finditer(run)] == \
+            [(m.span(), m.group(1)) for m in plain.finditer(run)], run
+
+
+def test_port_patterns_skipped_for_want_of_their_word_never_match() -> None:
+    """An ASCII text lacking every word of `_PORT_WORDS[pattern]` (lower-cased) has no match of it."""
+    from projections.text.entities import _PORT_WORDS
+
+    words = ["port ", "Ports", "PORT#", "listens on ", "Binding ", "bound to ", "serves at ", "LISTEN ", "number "]
+    import random
+
+    rng = random.Random(3)
+    texts = ["".join(rng.choice(words + ["8080", ":", " ", "x", "9", "="]) for _ in range(rng.randint(1, 8)))
+             for _ in range(20_000)]
+    checked = 0
+    for text in texts:
+        for pattern, needed in _PORT_WORDS.items():
+            if pattern.search(text):
+                checked += 1
+                assert any(w in text.lower() for w in needed), (text, pattern.pattern)
+    assert checked > 1000
+    assert extract("Port 8080 and the service listens on 9090") == [
+        Entity("port", "8080", "8080"), Entity("port", "9090", "9090")]
