@@ -75,9 +75,11 @@ _ZH_QUERY_STOP: Final = re.compile(
 
 def tokens(text: str) -> list[str]:
     """Split ``text`` into index tokens: lower-cased words, CJK unigrams + bigrams."""
+    text = unicodedata.normalize("NFKC", text).lower()
+    if text.isascii():   # no CJK run: the words as they are (a third of the loop's time)
+        return _TOKEN.findall(text)
     out: list[str] = []
-    for match in _TOKEN.finditer(unicodedata.normalize("NFKC", text).lower()):
-        tok = match.group()
+    for tok in _TOKEN.findall(text):
         if _IS_CJK.match(tok):
             out.extend(tok)
             out.extend(tok[i : i + 2] for i in range(len(tok) - 1))

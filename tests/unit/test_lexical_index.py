@@ -213,3 +213,28 @@ def test_a_merge_inserts_what_a_sort_of_everything_gives() -> None:
         assert np.array_equal(got.offsets, want.offsets)
         assert np.array_equal(got.slots, want.slots) and got.slots.dtype == np.int32
         assert np.array_equal(got.tfs, want.tfs) and got.tfs.dtype == np.uint16
+
+
+def test_ascii_text_tokenises_as_the_general_loop_does() -> None:
+    """ASCII text takes a shortcut (its words as the token regex finds them): the tokens of the general
+    per-token loop, on random ASCII and mixed strings."""
+    import random
+    import unicodedata
+
+    from projections.text.lexical import _IS_CJK, _TOKEN, tokens
+
+    def general(text: str) -> list[str]:
+        out: list[str] = []
+        for tok in _TOKEN.findall(unicodedata.normalize("NFKC", text).lower()):
+            if _IS_CJK.match(tok):
+                out.extend(tok)
+                out.extend(tok[i:i + 2] for i in range(len(tok) - 1))
+            else:
+                out.append(tok)
+        return out
+
+    rng = random.Random(7)
+    alphabet = "aZ09_ -'.,\t\n!" + "喜欢猫" + "Ｆé"
+    for _ in range(5000):
+        text = "".join(rng.choices(alphabet, k=rng.randint(0, 30)))
+        assert tokens(text) == general(text), text
