@@ -96,6 +96,8 @@ _IDENT: Final = re.compile(
     r"|[A-Za-z]+[0-9][A-Za-z0-9]*)" + _R                           # H200, py3
 )
 _WORD: Final = re.compile(_L + r"[A-Za-z][A-Za-z0-9]*" + _R)
+#: The words of `_WORD` that start upper-case: the only ones a name is made of.
+_CAPITALISED: Final = re.compile(_L + r"[A-Z][A-Za-z0-9]*" + _R)
 _QUOTED: Final = re.compile(r"「([^」]{1,40})」|『([^』]{1,40})』|“([^”]{1,40})”|《([^》]{1,40})》")
 _HAN_RUN: Final = re.compile(f"[{_HAN}]+")
 _DIGIT: Final = re.compile(r"\d")   # what every IP, port and version pattern needs
@@ -230,13 +232,16 @@ def _names(c: _Collector, text: str) -> None:
         value = text[first.start() : run[hi - 1].end()]
         c.add(first.start(), "name", value, value.lower())
 
+    # A run is words of two letters or more, capitalised, unclaimed, one space apart; any other word ends
+    # it. Only capitalised words are visited: a word that is not lies in the gap to the next one, which
+    # then is not a single space (a tenth of the words of prose, the same runs).
     run: list[re.Match[str]] = []
-    for w in _WORD.finditer(text):
+    for w in _CAPITALISED.finditer(text):
         word = w.group()
-        if len(word) >= 2 and word[0].isupper() and word.isalpha() and c.free(w.start(), w.end()):
-            if run and text[run[-1].end() : w.start()] != " ":
-                flush(run)
-                run = []
+        if run and text[run[-1].end() : w.start()] != " ":
+            flush(run)
+            run = []
+        if len(word) >= 2 and word.isalpha() and c.free(w.start(), w.end()):
             run.append(w)
         elif run:
             flush(run)

@@ -276,3 +276,55 @@ def test_port_patterns_skipped_for_want_of_their_word_never_match() -> None:
     assert checked > 1000
     assert extract("Port 8080 and the service listens on 9090") == [
         Entity("port", "8080", "8080"), Entity("port", "9090", "9090")]
+
+
+def test_names_are_the_runs_a_visit_of_every_word_finds() -> None:
+    """`_names` visits only capitalised words: the same names, in the same order, as the loop over every
+    word it replaced (kept here as the reference)."""
+    import re
+
+    from projections.text import entities as ent
+
+    def every_word(c: ent._Collector, text: str) -> None:
+        def flush(run: list[re.Match[str]]) -> None:
+            lo, hi = 0, len(run)
+            while lo < hi and run[lo].group().lower() in ent._STOP_NAMES:
+                lo += 1
+            while hi > lo and run[hi - 1].group().lower() in ent._STOP_NAMES:
+                hi -= 1
+            if lo == hi or (hi - lo == 1 and run[lo].group().lower() in ent._LONE_STOP):
+                return
+            first = run[lo]
+            if hi - lo == 1 and ent._sentence_start(text, first.start()) and first.group()[1:].islower() \
+                    and first.group().endswith(("ly", "ing", "ed")):
+                return
+            value = text[first.start():run[hi - 1].end()]
+            c.add(first.start(), "name", value, value.lower())
+
+        run: list[re.Match[str]] = []
+        for w in ent._WORD.finditer(text):
+            word = w.group()
+            if len(word) >= 2 and word[0].isupper() and word.isalpha() and c.free(w.start(), w.end()):
+                if run and text[run[-1].end():w.start()] != " ":
+                    flush(run)
+                    run = []
+                run.append(w)
+            elif run:
+                flush(run)
+                run = []
+        if run:
+            flush(run)
+
+    texts = _strings(4, "Ab Cd eF GH ij Kl2 M. New York The-Foo  x,", 20_000, 60) + [
+        "Alice met Bob Smith in New York. Finally, The Quick Brown Fox went to ComfyUI and LanceDB",
+        "Please Copy The File to GPU Server Alpha", "McDonald's iPhone NASA A B Cc Dd"]
+    named = 0
+    for text in texts:
+        got, want = ent._Collector(text), ent._Collector(text)
+        for c in (got, want):   # a claimed span, as earlier kinds leave them
+            c.claimed[len(text) // 3:len(text) // 2] = b"\x01" * (len(text) // 2 - len(text) // 3)
+        ent._names(got, text)
+        every_word(want, text)
+        assert got.found == want.found, text
+        named += len(got.found)
+    assert named > 10_000
