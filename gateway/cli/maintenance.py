@@ -37,7 +37,7 @@ def _print(digests: dict[str, ProjectionDigest], title: str, as_json: bool) -> N
 
 
 def second_process(settings: Settings, processes: int | None) -> SecondProcess | None:
-    """Whether a rebuild folds graph and activity in a second process (`--processes`:
+    """Whether a rebuild folds the graph in a second process (`--processes`:
     1 never, 2 always, None when the log is long enough and a second core is there)."""
     if processes == 1 or (processes is None and (os.cpu_count() or 1) < 2):
         return None

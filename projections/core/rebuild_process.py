@@ -1,11 +1,9 @@
-"""A rebuild on two cores: the graph and activity projections are folded in a second process.
+"""A rebuild on two cores: the graph projection is folded in a second process.
 
 `zhiyi replay` is CPU-bound Python; one process uses one core. The two costliest projections are
-memories (it embeds: the embedder lives in the calling process) and graph, about even once each
-process reads the log once. So graph is folded by a spawned child that reads the same log over its
-own connection (`SecondProcess.open_log`), with activity (the costliest of the seven light ones) to
-even the two out (measured on a 50k-event mixed log: ~6.5 s of CPU each, against 7.6 s here and 5.8 s
-there with graph alone); every other projection stays here. The child imports only what its
+memories (it embeds: the embedder lives in the calling process) and graph. So graph is folded by a
+spawned child that reads the same log over its own connection (`SecondProcess.open_log`); every other
+projection stays here (see AWAY for the measured balance). The child imports only what its
 projections need (no LanceDB). What each projection folds does not depend on the process it runs in:
 the digests are the same either way.
 
@@ -35,8 +33,11 @@ from projections.core.registry import make_projectors
 
 log = structlog.get_logger(__name__)
 
-#: Projections folded by the second process (they need no embedder, nor LanceDB).
-AWAY = frozenset({"graph", "activity"})
+#: Projections folded by the second process (they need no embedder, nor LanceDB). Graph alone since its
+#: entity extraction grew with realistic texts: on million.py's 100k data (177k events, texts of 40-300
+#: characters) graph and activity there took 37 s of CPU against 26 s here; on replay_speed.py's log
+#: (texts of 6-14 words) the two were about even with activity there.
+AWAY = frozenset({"graph"})
 #: Below this many events a second process saves too little to be worth its start-up (~0.4 s: an interpreter and
 #: its imports; ~2 s while it imported every projection).
 MIN_EVENTS = 20_000

@@ -50,7 +50,7 @@ async def rebuild(store: EventStore, directory: Path, embedder: Any,
     projector mapped to None folds nothing (its live counterpart has applied nothing yet).
     The log's epoch is checked before every read (a log wiped meanwhile fails the rebuild) and
     recorded with the projections (projections.core.epoch) when the log has one. `second`: fold the
-    graph and activity projections in a second process (`projections.core.rebuild_process`).
+    graph projection in a second process (`projections.core.rebuild_process`).
     """
     _require_empty(Path(directory))
     return await fold_on(store, directory, embedder, until, batch_size=batch_size, second=second)

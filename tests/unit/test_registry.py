@@ -1,5 +1,5 @@
 """The projector registry: every projection in NAMES order, a subset on request, and a subset costs
-only its own imports (the replay's second process folds graph and activity without LanceDB)."""
+only its own imports (the replay's second process folds the graph without LanceDB)."""
 
 from __future__ import annotations
 
