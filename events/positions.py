@@ -29,7 +29,7 @@ def parse(position: str) -> tuple[int, int]:
     return int(m.group(1)), int(m.group(2))
 
 
-@lru_cache(maxsize=1 << 16)
+@lru_cache(maxsize=1 << 14)   # a replay batch's positions (10,000), each asked by every projector
 def key(position: str | None) -> tuple[int, int]:
     """Sort key; None and '' sort before every real position."""
     if not position:
