@@ -126,7 +126,7 @@ class EventFilter:
 
 
 def _empty(lo: str | None, hi: str | None) -> bool:
-    return bool(lo and hi) and positions.parse(lo) > positions.parse(hi)  # type: ignore[arg-type]
+    return bool(lo and hi) and positions.parse(lo) > positions.parse(hi)
 
 
 # -- scanning
