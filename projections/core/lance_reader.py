@@ -11,13 +11,16 @@ from typing import Any
 
 import lancedb
 
+from projections.core.lance_session import SEARCH_READS, CacheBounds
+
 
 class TableReader:
-    def __init__(self, directory: Path, table: str) -> None:
+    def __init__(self, directory: Path, table: str, cache: CacheBounds = SEARCH_READS) -> None:
         self.directory = Path(directory)
         self.table_name = table
         self._db: Any = None
         self._table: Any = None
+        self.session = cache.session()   # a new version at every read: bounded caches
 
     async def _open(self) -> Any | None:
         if self._table is not None:
@@ -25,7 +28,8 @@ class TableReader:
         if not (self.directory / f"{self.table_name}.lance").exists():
             return None
         if self._db is None:
-            self._db = await lancedb.connect_async(str(self.directory), read_consistency_interval=timedelta(0))
+            self._db = await lancedb.connect_async(str(self.directory), read_consistency_interval=timedelta(0),
+                                                   session=self.session)
         try:
             self._table = await self._db.open_table(self.table_name)
         except ValueError:  # "Table '...' was not found" (being created)

@@ -24,6 +24,7 @@ import structlog
 
 from projections.core.errors import InvalidQuery
 from projections.core.lance import sql_in, sql_quote
+from projections.core.lance_session import SEARCH_READS, CacheBounds
 from projections.memories.schema import SCALAR_COLUMNS, SEARCH_TEXT, TABLE
 
 log = structlog.get_logger(__name__)
@@ -99,11 +100,12 @@ def _scored(query: np.ndarray, rows: list[dict[str, Any]]) -> list[dict[str, Any
 class MemoriesReader:
     reads: ClassVar[tuple[str, ...]] = ("memories",)   # the projection to wait for (read-your-writes)
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, cache: CacheBounds = SEARCH_READS) -> None:
         self.directory = Path(directory)
         self._db: Any = None
         self._table: Any = None
         self._lock = threading.Lock()
+        self.session = cache.session()   # both connections: a new version at every read, bounded caches
         self._adb: Any = None
         self._atable: Any = None
 
@@ -115,7 +117,8 @@ class MemoriesReader:
                 if not (self.directory / f"{TABLE}.lance").exists():
                     return None
                 if self._db is None:
-                    self._db = lancedb.connect(str(self.directory), read_consistency_interval=timedelta(0))
+                    self._db = lancedb.connect(str(self.directory), read_consistency_interval=timedelta(0),
+                                               session=self.session)
                 try:
                     self._table = self._db.open_table(TABLE)
                 except ValueError:  # "Table 'memories' was not found" (being created)
@@ -236,7 +239,8 @@ class MemoriesReader:
         if not (self.directory / f"{TABLE}.lance").exists():
             return None
         if self._adb is None:
-            self._adb = await lancedb.connect_async(str(self.directory), read_consistency_interval=timedelta(0))
+            self._adb = await lancedb.connect_async(str(self.directory), read_consistency_interval=timedelta(0),
+                                                    session=self.session)
         try:
             self._atable = await self._adb.open_table(TABLE)
         except ValueError:  # "Table 'memories' was not found" (being created)

@@ -11,6 +11,7 @@ import pyarrow as pa
 
 from events import positions
 from projections.core.checkpoint import Checkpoint
+from projections.core.lance_session import DELTA_READS, CacheBounds
 from projections.memories.reader import RESULT_COLUMNS
 from projections.memories.schema import SEARCH_TEXT, TABLE
 
@@ -20,18 +21,20 @@ LOAD_COLUMNS = list(dict.fromkeys([*RESULT_COLUMNS, SEARCH_TEXT, "vector", "is_d
 
 
 class TableAt:
-    """One LanceDB connection to the memories table of `directory`, opened lazily."""
+    """One LanceDB connection to the memories table of `directory`, opened lazily, its caches bounded
+    (`projections.core.lance_session`: it opens a new version at every refresh)."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, cache: CacheBounds = DELTA_READS) -> None:
         self.directory = Path(directory)
         self._db: Any = None
+        self.session = cache.session()
 
     async def open(self, ck: Checkpoint | None) -> Any:
         """The memories table as of the checkpoint (None: nothing to load)."""
         if ck is None or ck.position is None or not (self.directory / f"{TABLE}.lance").exists():
             return None
         if self._db is None:
-            self._db = await lancedb.connect_async(str(self.directory))
+            self._db = await lancedb.connect_async(str(self.directory), session=self.session)
         try:
             return await self._db.open_table(TABLE, version=ck.table_version) if ck.table_version is not None \
                 else await self._db.open_table(TABLE)

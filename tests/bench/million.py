@@ -32,7 +32,8 @@ Then, the gateway stopped, --runs times on a fresh Redis and `zhiyi serve`: comm
 batch-commit vs raw pipelined XADD of the same stream entries in the same batch sizes with the same
 index writes (million_phases.commit_phase). Acceptance figures last, each with its target and PASS/FAIL:
 RSS growth of the gateway alone between the first and the last point; recall p50/p99 at c=1, "own" scope,
-at the last point; recalls/s at c=16, "all" scope (every memory searched), at the point nearest 100k;
+at the last point; recalls/s at c=16 at the point nearest 100k, twice: "all" scope (every memory searched:
+the issue's "at 100k" read strictly) and "own" scope (the default recall, 100k stored);
 replay and projector CPU per recall ("own" burst) at the last point; commits and batch/raw.
 
 --data-dir DIR keeps the work dir (data/, redis/, million.json: agents, counts); a later run with the
@@ -153,9 +154,11 @@ def acceptance(points: list[dict], commit: list[dict], text_per_memory: float) -
     p50, p99 = _med(last["runs"], "recall", "own", "p50"), _med(last["runs"], "recall", "own", "p99")
     check(f"recall p50, HTTP c=1 ({scope})", p50, "<= 10 ms", p50 <= 10, " ms")
     check(f"recall p99, HTTP c=1 ({scope})", p99, "<= 40 ms", p99 <= 40, " ms")
-    c16 = _med(near100k["runs"], "recall", "all", "c16")
-    check(f"recalls/s, c=16 ({near100k['n']:,} stored, scope {_med(near100k['runs'], 'recall', 'all', 'scope'):,.0f})",
-          c16, ">= 300/s", c16 >= 300)
+    # "at 100k": every stored memory searched (the strict reading), and the default scope of 100k stored
+    for name in ("all", "own"):
+        c16 = _med(near100k["runs"], "recall", name, "c16")
+        check(f"recalls/s, c=16 ({near100k['n']:,} stored, {name} scope "
+              f"{_med(near100k['runs'], 'recall', name, 'scope'):,.0f})", c16, ">= 300/s", c16 >= 300)
     if "replay" in last["runs"][0]:
         rep = _med(last["runs"], "replay", "events_per_s")
         check(f"replay events/s ({_med(last['runs'], 'replay', 'events'):,.0f} events)", rep, ">= 10,000", rep >= 10_000)
