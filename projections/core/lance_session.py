@@ -4,8 +4,9 @@ A LanceDB connection caches index and file metadata per table version in its ses
 session is allowed gigabytes. A reader that follows a table a projector keeps writing opens a new
 version every time: its caches grew by ~0.5 MB a version on the million benchmark's 100k-memory table
 (189 MB after 400 versions), and the gateway that had followed an ingest to 1M memories held 4.8 GB
-against 3.3 GB for one started fresh (both after recalls: million.py). A session with bounded caches keeps what the current version needs
-and lets the older versions' entries go (the same 400 versions with DELTA_READS: 37 MB, flat after ~200).
+against 3.3 GB for one started fresh (both after recalls: million.py). A session with bounded caches
+keeps what the current version needs and lets the older versions' entries go (the same 400 versions
+with DELTA_READS: 37 MB, flat after ~200).
 """
 
 from __future__ import annotations
