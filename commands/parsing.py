@@ -23,6 +23,8 @@ AGENT_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 NAMESPACE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 MEMORY_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 IDEMPOTENCY_KEY_RE = re.compile(r"^[\x21-\x7e]{1,128}$")
+TRACE_ID_MAX = 128
+TRACE_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")   # a decision trace (seed 6.3)
 MAX_VERSION = 2**31 - 1
 # "Not blank" = has a character that no engine counts as white space (Python's str.isspace, ECMA-262's
 # \s and Unicode White_Space differ on \x1c-\x1f, \x85 and \ufeff): the API document states the same class.

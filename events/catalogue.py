@@ -324,16 +324,25 @@ class GraphPruned:
 @event_type("recall.served")
 @dataclass(frozen=True, slots=True)
 class RecallServed:
+    """A recall was answered (the audit). `prefetch_ids` / `prefetch_weights`: the CO_OCCURS partners
+    the answer listed (seed 6.7), pushed to the agent as `prefetch.push`; `trace_id`: the caller's
+    decision trace (seed 6.3), which V-value propagation follows back to the memories served."""
+
     query: str
     namespaces: tuple[str, ...]
     result_ids: tuple[str, ...]
     scores: tuple[float, ...]
     top_k: int = 10
+    prefetch_ids: tuple[str, ...] = ()
+    prefetch_weights: tuple[float, ...] = ()
+    trace_id: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "namespaces", tuple(self.namespaces))
         object.__setattr__(self, "result_ids", tuple(self.result_ids))
         object.__setattr__(self, "scores", tuple(self.scores))
+        object.__setattr__(self, "prefetch_ids", tuple(self.prefetch_ids))
+        object.__setattr__(self, "prefetch_weights", tuple(self.prefetch_weights))
 
 
 @event_type("synonym.added")

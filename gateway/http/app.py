@@ -18,7 +18,7 @@ from gateway.http.appkeys import (
     ACTIVITY, AUDIT, BACKGROUND, BACKUPS, CLOCK, COMMANDS, CONFLICT_COMMANDS, CONFLICTS, CONSOLIDATION, CONSOLIDATION_READER,
     DISTILL_BATCHER, EMBEDDER, EPISODE_COMMANDS, EPISODES, EPOCH_GUARD, EVAL, GRAPH, METRICS, PROJECTORS, QUERIES,
     REACTIONS,
-    RATE_LIMITER, READER, RECALL, RECALL_CACHE, REPLICA, REPLICA_OPS, RERANKER, RUNNER_TASKS, SCHEDULER, SETTINGS, STOPPING, STORE, SYNONYMS, TOMBSTONES,
+    PUSH, RATE_LIMITER, READER, RECALL, RECALL_CACHE, REPLICA, REPLICA_OPS, RERANKER, RUNNER_TASKS, SCHEDULER, SETTINGS, STOPPING, STORE, SYNONYMS, TOMBSTONES,
     TELEMETRY, TRIGGERS, WAITER,
 )
 from gateway.http.auth import PRINCIPAL, auth_middleware
@@ -30,7 +30,7 @@ from gateway.http.rate_limit import rate_limit_middleware
 from gateway.http.request_schema import unknown_query_middleware
 from gateway.http.handlers import (
     admin, agents, audit_log, backups, conflicts, consolidation, episodes, evaluation, feedback, graph, instances, memories, metrics,
-    prometheus, recall, replicas, sessions, synonyms, system, tombstones,
+    prometheus, push, recall, replicas, sessions, synonyms, system, tombstones,
 )
 from gateway.process.gateway_steps import follow_serving_index
 from gateway.process.instance_beat import beat_until
@@ -71,8 +71,9 @@ def create_app(settings: Settings, *, embedder=None, clock=None) -> web.Applicat
     app[CLOCK] = clock if clock is not None else SystemClock()
     app[TELEMETRY] = Telemetry()
     app.cleanup_ctx.append(services)
+    app.on_shutdown.append(_close_sockets)
     for module in (system, audit_log, agents, memories, episodes, feedback, admin, tombstones, recall, synonyms, evaluation,
-                   graph, conflicts, consolidation, metrics, prometheus, instances, replicas, sessions, backups):
+                   graph, conflicts, consolidation, metrics, prometheus, instances, replicas, sessions, backups, push):
         app.add_routes(module.routes())
     return app
 
@@ -93,12 +94,19 @@ async def services(app: web.Application) -> AsyncIterator[None]:
         app[TRIGGERS], app[CONSOLIDATION], app[CONSOLIDATION_READER] = s.triggers, s.consolidation, s.consolidation_reader
         app[METRICS], app[REPLICA_OPS], app[REPLICA] = s.metrics, s.replica_ops, s.replica
         app[RATE_LIMITER] = s.rate_limiter
+        app[PUSH] = s.push_hub
         app[BACKGROUND], app[STOPPING], app[RUNNER_TASKS] = s.background, s.stopping, s.runner_tasks
         app[BACKUPS] = BackupJobs(s.store.redis, app[SETTINGS].backups_path, app[SETTINGS].data_dir,
                                   app[SETTINGS].embedding_cache_path)
         _start_runners(s)
         yield
         await app[BACKUPS].stop()
+
+
+async def _close_sockets(app: web.Application) -> None:
+    """Push sockets are long requests: close them (1001, going away) so shutdown does not wait on them."""
+    if PUSH in app:
+        await app[PUSH].close_all(1001, "server shutting down")
 
 
 def _start_runners(s: Services) -> None:
@@ -113,6 +121,7 @@ def _start_runners(s: Services) -> None:
         s.runner_tasks.append(asyncio.create_task(s.reactions.run(s.stopping), name="reactions"))
         log.info("reactions.started", policies=[p.name for p in s.reactions.policies])
     s.runner_tasks.append(asyncio.create_task(follow_serving_index(s.recall, s.stopping), name="serving_index"))
+    s.runner_tasks.append(asyncio.create_task(s.push_hub.run(s.stopping), name="push_hub"))
     s.runner_tasks.append(asyncio.create_task(
         beat_until(s.stopping, s.instances, settings.instance_id, settings.role, _gateway_record(s),
                    lambda: settings.role), name="heartbeat"))

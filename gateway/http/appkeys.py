@@ -22,6 +22,7 @@ from commands.triggers.service import TriggerService
 from projections.consolidation.reader import ConsolidationReader
 from projections.metrics.reader import MetricsReader
 from gateway.http.telemetry import Telemetry
+from gateway.push.hub import PushHub
 from events.clock import Clock
 from events.redis.answer_cache import RecallCache
 from events.redis.store import EventStore
@@ -70,6 +71,7 @@ EVAL = web.AppKey("eval", EvalService)
 CLOCK: web.AppKey[Clock] = web.AppKey("clock")      # injectable: tests move time
 SCHEDULER = web.AppKey("scheduler", Scheduler)
 TRIGGERS = web.AppKey("triggers", TriggerService)
+PUSH = web.AppKey("push", PushHub)
 CONSOLIDATION = web.AppKey("consolidation", ConsolidationService)
 CONSOLIDATION_READER = web.AppKey("consolidation_reader", ConsolidationReader)
 METRICS = web.AppKey("metrics", MetricsReader)

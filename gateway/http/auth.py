@@ -1,4 +1,4 @@
-"""X-API-Key authentication (or `Authorization: Bearer <key>`): the admin key (constant-time compare)
+"""X-API-Key authentication (or `Authorization: Bearer <key>`; on the push socket also `?api_key=`): the admin key (constant-time compare)
 or an agent key (sha256 index); under `/api/v1/replicas/{instance_id}/` only that LAN replica's key."""
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from gateway.http.errors import ApiError
 
 PUBLIC_PATHS = frozenset({"/health", "/api/v1/openapi.json"})
 REPLICA_PREFIX = "/api/v1/replicas/"
+QUERY_KEY_PREFIX = "/api/v1/ws/"     # the only routes that take the key as `?api_key=` too
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +39,8 @@ async def auth_middleware(request: web.Request, handler) -> web.StreamResponse:
 async def authenticate(request: web.Request) -> Principal:
     """Who the request's key is: 401 without a key or with one nobody holds."""
     key = request.headers.get("X-API-Key") or _bearer(request.headers.get("Authorization", ""))
+    if not key and request.path.startswith(QUERY_KEY_PREFIX):   # browsers cannot set a socket's headers
+        key = request.query.get("api_key", "")
     if not key:
         raise ApiError(401, ErrorCode.UNAUTHORIZED, "missing X-API-Key header (or Authorization: Bearer)")
     if not key.isascii():  # non-UTF-8 bytes arrive as surrogates: no key has them

@@ -7,11 +7,12 @@ from typing import Any
 from events.vocabulary import CATEGORIES, DECAY_CLASSES, KINDS, TIERS
 from gateway.http import openapi_eval
 from gateway.http import openapi_episodes, openapi_feedback
-from gateway.http import (openapi_backups, openapi_conflicts, openapi_graph, openapi_metrics, openapi_replicas,
-                          openapi_triggers)
+from gateway.http import (openapi_backups, openapi_conflicts, openapi_graph, openapi_metrics, openapi_push,
+                          openapi_replicas, openapi_triggers)
 from gateway.http.openapi_fields import (
     AFTER, AFTER_HEADER, AFTER_QUERY, AGENT_ACT, AGENT_QUERY, BOOLEAN, CONTENT, IDEMPOTENCY, LIMITS, MEMORY_ID,
-    NAMESPACE, NAMESPACES, NAMESPACES_CSV, NEW_AGENT_ID, POSITION, TAGS, VERSION, closed, query, query_int, text,
+    NAMESPACE, NAMESPACES, NAMESPACES_CSV, NEW_AGENT_ID, POSITION, TAGS, TRACE_ID, VERSION, closed, query, query_int,
+    text,
 )
 
 
@@ -51,6 +52,8 @@ SCHEMAS: dict[str, Any] = {
     "RegisterResponse": {"type": "object", "properties": {
         "agent_id": {"type": "string"}, "api_key": {"type": "string", "description": "shown once; stored hashed"},
         "namespaces": {"type": "array", "items": {"type": "string"}}, "position": POSITION,
+        "ws_endpoint": {"type": "string", "description": "the agent's push socket, a path on this server "
+                                                         "(GET with a WebSocket upgrade)"},
         "rate_limits": {"type": ["object", "null"], "description": "the agent's quotas, {read: {rate, burst}, "
                                                                   "write: {rate, burst}} (null: limits off)"}}},
     "SessionClose": {"type": "object", "properties": {"agent_id": {"type": "string"}},
@@ -124,7 +127,7 @@ SCHEMAS: dict[str, Any] = {
                               "description": "weight of each memory's standing (importance, quality) in its "
                                              "score: relevance x (1 + w x (standing - 0.5)); 0 = relevance only"},
         "cache": {"type": "boolean", "default": True, "description": "use the search cache (TTL 1 h)"},
-        "after": AFTER, "agent_id": AGENT_ACT}, "query"),
+        "trace_id": TRACE_ID, "after": AFTER, "agent_id": AGENT_ACT}, "query"),
     "RecallResult": {"type": "object", "properties": {
         "memory_id": {"type": "string"}, "content": {"type": "string"}, "score": {"type": "number"},
         "namespace": {"type": "string"}, "category": {"type": "string"},
@@ -158,6 +161,8 @@ SCHEMAS: dict[str, Any] = {
             "tags": {"type": "array", "items": {"type": "string"}}, "source": {"type": "string"},
             "version": {"type": "integer"}, "timestamp": {"type": "string"}, "freshness": {"type": "string"}}}},
         "namespaces": {"type": "array", "items": {"type": "string"}}, "position": POSITION,
+        "ws_endpoint": {"type": "string", "description": "the agent's push socket, a path on this server "
+                                                         "(GET with a WebSocket upgrade)"},
         "rate_limits": {"type": ["object", "null"], "description": "the agent's quotas, {read: {rate, burst}, "
                                                                   "write: {rate, burst}} (null: limits off)"}}},
     "DeleteResponse": {"type": "object", "properties": {
@@ -204,7 +209,7 @@ def openapi_document() -> dict:
         query("min_score", {"type": "number", "minimum": -1, "maximum": 1}),
         *(query(name, {"type": "number", "minimum": 0, "maximum": 1})
           for name in ("diversity", "context", "importance_weight")),
-        query("cache", BOOLEAN), AFTER_QUERY, AGENT_QUERY, AFTER_HEADER,
+        query("cache", BOOLEAN), query("trace_id", TRACE_ID), AFTER_QUERY, AGENT_QUERY, AFTER_HEADER,
     ]
     return {
         "openapi": "3.1.0",
@@ -303,13 +308,14 @@ def openapi_document() -> dict:
             **openapi_metrics.PATHS,
             **openapi_replicas.PATHS,
             **openapi_backups.PATHS,
+            **openapi_push.PATHS,
         },
         "components": {
             "securitySchemes": {"ApiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"}},
             "schemas": {**SCHEMAS, **openapi_eval.SCHEMAS, **openapi_feedback.SCHEMAS, **openapi_graph.SCHEMAS,
                         **openapi_episodes.SCHEMAS, **openapi_conflicts.SCHEMAS,
                         **openapi_triggers.SCHEMAS, **openapi_metrics.SCHEMAS,
-                        **openapi_replicas.SCHEMAS, **openapi_backups.SCHEMAS},
+                        **openapi_replicas.SCHEMAS, **openapi_backups.SCHEMAS, **openapi_push.SCHEMAS},
             "responses": {
                 "BadRequest": _error_response("Malformed JSON, wrong types, missing or unknown fields "
                                               "(unknown_field), or admin write without agent_id"),

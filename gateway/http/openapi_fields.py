@@ -10,7 +10,7 @@ from typing import Any
 from commands.model import Limits
 from commands.parsing import (
     AGENT_ID_RE, CONTROL_CHARS_RE, IDEMPOTENCY_KEY_RE, MAX_VERSION, MEMORY_ID_RE, NAMESPACE_RE, NON_BLANK_RE,
-    RESERVED_AGENT_IDS, RESERVED_AGENT_PREFIX,
+    RESERVED_AGENT_IDS, RESERVED_AGENT_PREFIX, TRACE_ID_RE,
 )
 
 LIMITS = Limits()
@@ -34,6 +34,8 @@ NAMESPACES_CSV = {"type": "string", "pattern": f"^({_NS}(,{_NS}){{0,{LIMITS.max_
 MEMORY_ID = {"type": "string", "pattern": MEMORY_ID_RE.pattern}
 VERSION = {"type": "integer", "minimum": 1, "maximum": MAX_VERSION}
 IDEMPOTENCY_KEY = {"type": "string", "pattern": IDEMPOTENCY_KEY_RE.pattern}
+TRACE_ID = {"type": "string", "pattern": TRACE_ID_RE.pattern,
+            "description": "the decision trace this recall serves (seed 6.3): POST /api/v1/trace/vprop rewards it"}
 BOOLEAN = {"type": "boolean"}
 
 

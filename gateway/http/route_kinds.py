@@ -37,6 +37,7 @@ ROUTES: dict[tuple[str, str], str] = {
     ("GET", "/api/v1/admin/backups"): READ,
     ("POST", "/api/v1/admin/backup"): READ,
     ("GET", "/api/v1/admin/synonyms"): READ,
+    ("GET", "/api/v1/ws/{agent_id}"): READ,
     ("POST", "/api/v1/agents/register"): WRITE,
     ("POST", "/api/v1/agents/{agent_id}/rotate-key"): WRITE,
     ("POST", "/api/v1/agents/{agent_id}/revoke"): WRITE,

@@ -63,6 +63,8 @@ class Settings:
     ready_file: Path | None = None       # `zhiyi project`: touched once the projectors run (for `zhiyi up`)
     projectors_only: tuple[str, ...] = ()
     projection_wait_s: float = 5.0
+    push_queue_messages: int = 1000      # WebSocket: messages queued per socket before resync + close 4000
+    push_queue_bytes: int = 4 * 1024 * 1024   # ... or bytes queued
     max_body_bytes: int = 64 * 1024 * 1024
     log_json: bool = False
     limits: Limits = field(default_factory=Limits)

@@ -69,6 +69,10 @@ from projections.models.cached_embedder import CachedEmbedder
 from projections.queries.recall.service import RecallService
 from projections.serving.followers import ProjectionFollower
 from projections.serving.prefetch import PrefetchPartners
+from projections.queries.push.router import PushRouter
+from gateway.push.connection import PushLimits
+from gateway.push.hub import PushHub
+from gateway.push.lookups import ReadModelLookups
 from projections.synonyms.reader import SynonymsReader
 from projections.conflicts.reader import ConflictsReader
 from projections.consolidation.reader import ConsolidationReader, DecayRates
@@ -223,6 +227,14 @@ class Services(ModelServices):
                                partners=self.partners if self.gateway else None, rates=self.decay_rates)
         self._closes(recall.close, "serving_index")
         return recall
+
+    @cached_property
+    def push_hub(self) -> PushHub:
+        """The WebSocket hub (seed 2.7): tails the log and pushes to this gateway's sockets."""
+        limits = PushLimits(queue_messages=self.settings.push_queue_messages,
+                            queue_bytes=self.settings.push_queue_bytes)
+        return PushHub(self.store, PushRouter(ReadModelLookups(self.store, self.graph, self.memories,
+                                                                   self.waiter)), limits)
 
     @cached_property
     def recall_cache(self) -> RecallCache:

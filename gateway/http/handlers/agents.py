@@ -25,6 +25,7 @@ async def register(request: web.Request) -> web.Response:
         "api_key": reg.api_key,
         "namespaces": reg.namespaces,
         "position": reg.position,
+        "ws_endpoint": f"/api/v1/ws/{reg.agent_id}",
         "rate_limits": limits.for_agent(cmd.agent_type).as_dict() if limits is not None else None,
     }, status=201)
 

@@ -9,7 +9,7 @@ from aiohttp import web
 from commands.access import Actor, resolve_scope
 from commands.error_codes import ErrorCode
 from commands.model import Limits
-from commands.parsing import NAMESPACE_RE, is_text, opt_float, opt_int, opt_str, str_list
+from commands.parsing import NAMESPACE_RE, TRACE_ID_MAX, TRACE_ID_RE, is_text, opt_float, opt_int, opt_str, str_list
 from events.vocabulary import SHARED_NAMESPACE
 from events.catalogue import RecallServed, new_event
 from gateway.http.appkeys import AUDIT, QUERIES, READER, SETTINGS, STORE
@@ -26,7 +26,7 @@ BOOTSTRAP_DEFAULT, BOOTSTRAP_MAX = 10, 50
 
 def _query_params(request: web.Request, limits: Limits) -> dict:
     q = request.query
-    params: dict = {k: q[k] for k in ("query", "namespace", "agent_id") if k in q}
+    params: dict = {k: q[k] for k in ("query", "namespace", "agent_id", "trace_id") if k in q}
     if "cache" in q:
         params["cache"] = query_bool(request, "cache")
     if "top_k" in q:
@@ -69,6 +69,7 @@ async def recall(request: web.Request) -> web.Response:
         body, _ = await json_body(request)
     query, top_k, namespace, include, min_score, diversity, use_cache, context, weight = parse_recall(
         body, request.app[SETTINGS].limits)
+    trace_id = opt_str(body, "trace_id", max_chars=TRACE_ID_MAX, pattern=TRACE_ID_RE) or ""
     after = after_param(request, body)
     actor = await acting_agent(request, body, required=False)
     scope = resolve_scope(actor, namespace, include)
@@ -79,7 +80,7 @@ async def recall(request: web.Request) -> web.Response:
                         importance_weight=weight)
     answer = await answers.answer(req, _result, use_cache=use_cache)
     took_ms = round((time.perf_counter() - started) * 1000, 2)
-    _audit(request, actor, query, scope, answer.results, top_k)
+    _audit(request, actor, query, scope, answer.results, top_k, answer.prefetch, trace_id)
     return json_response({"results": answer.results, "namespaces": scope, "position": answer.position,
                           "took_ms": took_ms, "cached": answer.cached, "prefetch": answer.prefetch})
 
@@ -118,10 +119,12 @@ async def bootstrap(request: web.Request) -> web.Response:
 
 
 def _audit(request: web.Request, actor: Actor | None, query: str, scope: list[str], results: list[dict],
-           top_k: int) -> None:
-    """Append recall.served without delaying the response."""
+           top_k: int, prefetch: list[dict], trace_id: str) -> None:
+    """Append recall.served without delaying the response (its prefetch list is pushed from it)."""
     payload = RecallServed(query=query, namespaces=tuple(scope), result_ids=tuple(r["memory_id"] for r in results),
-                           scores=tuple(float(r["score"]) for r in results), top_k=top_k)
+                           scores=tuple(float(r["score"]) for r in results), top_k=top_k,
+                           prefetch_ids=tuple(p["memory_id"] for p in prefetch),
+                           prefetch_weights=tuple(float(p["weight"]) for p in prefetch), trace_id=trace_id)
     event = new_event(payload, ns=actor.main_namespace if actor else SHARED_NAMESPACE,
                       agent=actor.agent_id if actor else "admin", by=actor.by if actor else "admin")
     request.app[AUDIT].add(event)

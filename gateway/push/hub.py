@@ -1,0 +1,148 @@
+"""The push hub of one gateway: tails the log, routes each batch of events to push messages and
+offers them to the connected agents' sockets.
+
+Resume without gaps or repeats: attaching a connection and dispatching a routed batch exclude each
+other (one lock), so an attach sees the hub at a batch boundary `P`: every message after `P` will be
+offered to the new connection's queue, and the connection first sends, itself, the messages of the
+events in (`after`, `P`] read from the log (a catch-up), then starts its writer. Messages are ordered
+by position, and the writer skips any it has already sent.
+
+Several gateways: each hub tails the log itself, so an agent may connect to any of them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+import structlog
+
+from events import positions
+from events.errors import LogResetError
+from events.redis.client import RETRY_BACKOFF_MAX_S, TRANSIENT_ERRORS
+from gateway.push.connection import PushConnection, PushLimits, wire
+from projections.queries.push.router import EVERYONE, PushMessage, PushRouter
+
+log = structlog.get_logger(__name__)
+
+TAIL_BATCH = 500
+
+
+class PushHub:
+    def __init__(self, store: Any, router: PushRouter, limits: PushLimits | None = None) -> None:
+        self.store = store             # events.redis.store.EventStore
+        self.router = router
+        self.limits = limits or PushLimits()
+        self.position = ""             # the last event dispatched (a batch boundary)
+        self.delivered = 0             # messages offered to sockets
+        self.overflows = 0             # connections closed with a resync
+        self._lock = asyncio.Lock()
+        self._by_agent: dict[str, set[PushConnection]] = {}
+        self._started = asyncio.Event()
+
+    # ------------------------------------------------------------------ connections
+
+    def connections(self, agent_id: str | None = None) -> int:
+        if agent_id is not None:
+            return len(self._by_agent.get(agent_id, ()))
+        return sum(len(c) for c in self._by_agent.values())
+
+    def queued_bytes(self) -> int:
+        return sum(c.queued_bytes for conns in self._by_agent.values() for c in conns)
+
+    async def attach(self, conn: PushConnection, after: str | None) -> None:
+        """Register `conn` and bring it up to date: the messages after `after` (exclusive; none when
+        not given: live from now on) are sent before any live one. Returns once the writer runs."""
+        await self._started.wait()
+        async with self._lock:
+            self._by_agent.setdefault(conn.agent_id, set()).add(conn)
+            upto = self.position
+        start = after if after else upto
+        conn.sent = start
+        await conn.send_now(start, wire({"type": "connected", "position": start,
+                                         "data": {"agent_id": conn.agent_id, "resumed": bool(after)}}))
+        if after and positions.key(after) < positions.key(upto):
+            await self._catch_up(conn, after, upto)
+        conn.start_writer()
+
+    async def detach(self, conn: PushConnection) -> None:
+        conns = self._by_agent.get(conn.agent_id)
+        if conns is not None:
+            conns.discard(conn)
+            if not conns:
+                del self._by_agent[conn.agent_id]
+        await conn.close()
+
+    async def _catch_up(self, conn: PushConnection, after: str, upto: str) -> None:
+        async for events in self.store.iterate(after, upto, batch=self.limits.catch_up_batch):
+            for m in await self.router.route(events, only=conn.agent_id):
+                if conn.overflowed:
+                    return
+                await conn.send_now(m.position, wire(m.wire()))
+
+    # ------------------------------------------------------------------ the tail
+
+    async def run(self, stopping: asyncio.Event) -> None:
+        """Tail the log from its end at start until `stopping` is set."""
+        self.position = await self._anchor(stopping)
+        self._started.set()
+        delay = 0.0
+        while not stopping.is_set():
+            try:
+                events = await self.store.tail_checked(self.position, self.store.epoch, count=TAIL_BATCH,
+                                                       block_ms=1000)
+                delay = 0.0
+            except TRANSIENT_ERRORS as exc:
+                delay = min(max(delay * 2, 0.05), RETRY_BACKOFF_MAX_S)
+                log.warning("push.tail_failed", error=str(exc), retry_in_s=delay)
+                await _sleep_or_stop(stopping, delay)
+                continue
+            except LogResetError as exc:
+                log.error("push.log_reset", error=str(exc))
+                await self.close_all(1012, "log reset")
+                await _sleep_or_stop(stopping, 1.0)
+                self.position = await self._anchor(stopping)
+                continue
+            if events:
+                await self._dispatch_batch(events)
+
+    async def _anchor(self, stopping: asyncio.Event) -> str:
+        while not stopping.is_set():
+            try:
+                return await self.store.last_position() or positions.ZERO
+            except TRANSIENT_ERRORS:
+                await _sleep_or_stop(stopping, 0.5)
+        return positions.ZERO
+
+    async def _dispatch_batch(self, events: list) -> None:
+        async with self._lock:
+            if self._by_agent:
+                wanted = set(self._by_agent)
+                messages = await self.router.route(events, agents=wanted)
+                self._offer(messages)
+            self.position = events[-1].position
+
+    def _offer(self, messages: list[PushMessage]) -> None:
+        for m in messages:
+            targets = (c for conns in self._by_agent.values() for c in conns) if m.agent == EVERYONE \
+                else iter(self._by_agent.get(m.agent, ()))
+            text = None
+            for conn in targets:
+                text = text or wire(m.wire())
+                if conn.offer(m.position, text):
+                    self.overflows += 1
+                self.delivered += 1
+
+    async def close_all(self, code: int, reason: str) -> None:
+        """Close every socket (1001 at shutdown, 1012 when the log was reset); clients reconnect."""
+        for conns in list(self._by_agent.values()):
+            for conn in list(conns):
+                with contextlib.suppress(Exception):
+                    async with asyncio.timeout(conn.limits.send_timeout_s):
+                        await conn.ws.close(code=code, message=reason.encode())
+
+
+async def _sleep_or_stop(stopping: asyncio.Event, seconds: float) -> None:
+    with contextlib.suppress(asyncio.TimeoutError):
+        await asyncio.wait_for(stopping.wait(), seconds)
