@@ -399,6 +399,10 @@ from events.consolidation_events import (  # noqa: E402
     ConsolidationStepEnabled as ConsolidationStepEnabled, NoticeRaised as NoticeRaised, TriggerFailed as TriggerFailed,
     TriggerFired as TriggerFired, TriggerPaused as TriggerPaused, TriggerResumed as TriggerResumed,
 )
+# The self-improvement events: V-values, skills (registered, and re-exported here).
+from events.learning_events import (  # noqa: E402
+    SkillCrystallized as SkillCrystallized, SkillTrialRecorded as SkillTrialRecorded, TraceRewarded as TraceRewarded,
+)
 # The LAN replica events (registered, and re-exported here).
 from events.replica_events import ReplicaRegistered as ReplicaRegistered  # noqa: E402
 # An agent's key rotated or revoked (registered, and re-exported here).

@@ -18,7 +18,7 @@ from gateway.http.appkeys import (
     ACTIVITY, AUDIT, BACKGROUND, BACKUPS, CLOCK, COMMANDS, CONFLICT_COMMANDS, CONFLICTS, CONSOLIDATION, CONSOLIDATION_READER,
     DISTILL_BATCHER, EMBEDDER, EPISODE_COMMANDS, EPISODES, EPOCH_GUARD, EVAL, GRAPH, METRICS, PROJECTORS, QUERIES,
     REACTIONS,
-    PUSH, RATE_LIMITER, READER, RECALL, RECALL_CACHE, REPLICA, REPLICA_OPS, RERANKER, RUNNER_TASKS, SCHEDULER, SETTINGS, STOPPING, STORE, SYNONYMS, TOMBSTONES,
+    LEARNING, LEARNING_COMMANDS, PUSH, RATE_LIMITER, READER, RECALL, RECALL_CACHE, REPLICA, REPLICA_OPS, RERANKER, RUNNER_TASKS, SCHEDULER, SETTINGS, STOPPING, STORE, SYNONYMS, TOMBSTONES,
     TELEMETRY, TRIGGERS, WAITER,
 )
 from gateway.http.auth import PRINCIPAL, auth_middleware
@@ -30,7 +30,7 @@ from gateway.http.rate_limit import rate_limit_middleware
 from gateway.http.request_schema import unknown_query_middleware
 from gateway.http.handlers import (
     admin, agents, audit_log, backups, conflicts, consolidation, episodes, evaluation, feedback, graph, instances, memories, metrics,
-    prometheus, push, recall, replicas, sessions, synonyms, system, tombstones,
+    learning, prometheus, push, recall, replicas, sessions, synonyms, system, tombstones,
 )
 from gateway.process.gateway_steps import follow_serving_index
 from gateway.process.instance_beat import beat_until
@@ -73,7 +73,8 @@ def create_app(settings: Settings, *, embedder=None, clock=None) -> web.Applicat
     app.cleanup_ctx.append(services)
     app.on_shutdown.append(_close_sockets)
     for module in (system, audit_log, agents, memories, episodes, feedback, admin, tombstones, recall, synonyms, evaluation,
-                   graph, conflicts, consolidation, metrics, prometheus, instances, replicas, sessions, backups, push):
+                   graph, conflicts, consolidation, metrics, prometheus, instances, replicas, sessions, backups, push,
+                   learning):
         app.add_routes(module.routes())
     return app
 
@@ -95,6 +96,7 @@ async def services(app: web.Application) -> AsyncIterator[None]:
         app[METRICS], app[REPLICA_OPS], app[REPLICA] = s.metrics, s.replica_ops, s.replica
         app[RATE_LIMITER] = s.rate_limiter
         app[PUSH] = s.push_hub
+        app[LEARNING], app[LEARNING_COMMANDS] = s.learning, s.learning_commands
         app[BACKGROUND], app[STOPPING], app[RUNNER_TASKS] = s.background, s.stopping, s.runner_tasks
         app[BACKUPS] = BackupJobs(s.store.redis, app[SETTINGS].backups_path, app[SETTINGS].data_dir,
                                   app[SETTINGS].embedding_cache_path)

@@ -23,6 +23,8 @@ from projections.consolidation.reader import ConsolidationReader
 from projections.metrics.reader import MetricsReader
 from gateway.http.telemetry import Telemetry
 from gateway.push.hub import PushHub
+from commands.learning.service import LearningCommands
+from projections.learning.reader import LearningReader
 from events.clock import Clock
 from events.redis.answer_cache import RecallCache
 from events.redis.store import EventStore
@@ -72,6 +74,8 @@ CLOCK: web.AppKey[Clock] = web.AppKey("clock")      # injectable: tests move tim
 SCHEDULER = web.AppKey("scheduler", Scheduler)
 TRIGGERS = web.AppKey("triggers", TriggerService)
 PUSH = web.AppKey("push", PushHub)
+LEARNING = web.AppKey("learning", LearningReader)
+LEARNING_COMMANDS = web.AppKey("learning_commands", LearningCommands)
 CONSOLIDATION = web.AppKey("consolidation", ConsolidationService)
 CONSOLIDATION_READER = web.AppKey("consolidation_reader", ConsolidationReader)
 METRICS = web.AppKey("metrics", MetricsReader)

@@ -7,8 +7,8 @@ from typing import Any
 from events.vocabulary import CATEGORIES, DECAY_CLASSES, KINDS, TIERS
 from gateway.http import openapi_eval
 from gateway.http import openapi_episodes, openapi_feedback
-from gateway.http import (openapi_backups, openapi_conflicts, openapi_graph, openapi_metrics, openapi_push,
-                          openapi_replicas, openapi_triggers)
+from gateway.http import (openapi_backups, openapi_conflicts, openapi_graph, openapi_learning, openapi_metrics,
+                          openapi_push, openapi_replicas, openapi_triggers)
 from gateway.http.openapi_fields import (
     AFTER, AFTER_HEADER, AFTER_QUERY, AGENT_ACT, AGENT_QUERY, BOOLEAN, CONTENT, IDEMPOTENCY, LIMITS, MEMORY_ID,
     NAMESPACE, NAMESPACES, NAMESPACES_CSV, NEW_AGENT_ID, POSITION, TAGS, TRACE_ID, VERSION, closed, query, query_int,
@@ -309,13 +309,15 @@ def openapi_document() -> dict:
             **openapi_replicas.PATHS,
             **openapi_backups.PATHS,
             **openapi_push.PATHS,
+            **openapi_learning.PATHS,
         },
         "components": {
             "securitySchemes": {"ApiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"}},
             "schemas": {**SCHEMAS, **openapi_eval.SCHEMAS, **openapi_feedback.SCHEMAS, **openapi_graph.SCHEMAS,
                         **openapi_episodes.SCHEMAS, **openapi_conflicts.SCHEMAS,
                         **openapi_triggers.SCHEMAS, **openapi_metrics.SCHEMAS,
-                        **openapi_replicas.SCHEMAS, **openapi_backups.SCHEMAS, **openapi_push.SCHEMAS},
+                        **openapi_replicas.SCHEMAS, **openapi_backups.SCHEMAS, **openapi_push.SCHEMAS,
+                        **openapi_learning.SCHEMAS},
             "responses": {
                 "BadRequest": _error_response("Malformed JSON, wrong types, missing or unknown fields "
                                               "(unknown_field), or admin write without agent_id"),

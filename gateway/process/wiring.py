@@ -73,6 +73,8 @@ from projections.queries.push.router import PushRouter
 from gateway.push.connection import PushLimits
 from gateway.push.hub import PushHub
 from gateway.push.lookups import ReadModelLookups
+from commands.learning.service import LearningCommands
+from projections.learning.reader import LearningReader, MemoryValues
 from projections.synonyms.reader import SynonymsReader
 from projections.conflicts.reader import ConflictsReader
 from projections.consolidation.reader import ConsolidationReader, DecayRates
@@ -190,6 +192,19 @@ class Services(ModelServices):
         return DecayRates(self.consolidation_reader)
 
     @cached_property
+    def learning(self) -> LearningReader:
+        return self._reader(LearningReader(self._dir("learning")), "learning")
+
+    @cached_property
+    def memory_values(self) -> MemoryValues:
+        """The V-values, followed in memory (the gateway's recall ranking)."""
+        return self._follower(MemoryValues(self.learning), "memory_values")
+
+    @cached_property
+    def learning_commands(self) -> LearningCommands:
+        return LearningCommands(self.store, self.activity, self.memories, self.learning, self.clock)
+
+    @cached_property
     def episodes(self) -> EpisodesReader:
         return self._reader(EpisodesReader(self._dir("episodes")), "episodes")
 
@@ -224,7 +239,8 @@ class Services(ModelServices):
         recall = RecallService(self.memories, self.embedder, synonyms=self.synonyms, reranker=self.reranker,
                                serving=True, activity=self.recall_counts if self.gateway else self.activity,
                                clock=self.clock, graph=self.graph, query_embedder=self.query_embedder,
-                               partners=self.partners if self.gateway else None, rates=self.decay_rates)
+                               partners=self.partners if self.gateway else None, rates=self.decay_rates,
+                               values=self.memory_values if self.gateway else self.learning)
         self._closes(recall.close, "serving_index")
         return recall
 

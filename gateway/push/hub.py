@@ -90,8 +90,7 @@ class PushHub:
         delay = 0.0
         while not stopping.is_set():
             try:
-                events = await self.store.tail_checked(self.position, self.store.epoch, count=TAIL_BATCH,
-                                                       block_ms=1000)
+                events = await self._tail_or_stop(stopping)
                 delay = 0.0
             except TRANSIENT_ERRORS as exc:
                 delay = min(max(delay * 2, 0.05), RETRY_BACKOFF_MAX_S)
@@ -106,6 +105,23 @@ class PushHub:
                 continue
             if events:
                 await self._dispatch_batch(events)
+
+    async def _tail_or_stop(self, stopping: asyncio.Event) -> list:
+        """The next events (XREAD BLOCK), or none as soon as `stopping` is set (a shutdown does not wait
+        for the block to time out)."""
+        tail = asyncio.ensure_future(self.store.tail_checked(self.position, self.store.epoch, count=TAIL_BATCH,
+                                                             block_ms=1000))
+        stop = asyncio.ensure_future(stopping.wait())
+        try:
+            await asyncio.wait({tail, stop}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop.cancel()
+        if not tail.done():
+            tail.cancel()
+            with contextlib.suppress(asyncio.CancelledError, *TRANSIENT_ERRORS):
+                await tail
+            return []
+        return tail.result()
 
     async def _anchor(self, stopping: asyncio.Event) -> str:
         while not stopping.is_set():

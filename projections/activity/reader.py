@@ -16,6 +16,9 @@ import sys
 from pathlib import Path
 from typing import ClassVar
 
+import orjson
+
+from events import positions
 from events.hlc import iso_from_ms
 from projections.serving.followers import ProjectionFollower
 from projections.core.sqlite_reader import SqliteReader
@@ -55,6 +58,20 @@ class ActivityReader(SqliteReader):
             except sqlite3.OperationalError:  # created but not initialised yet
                 return {}
             return out
+
+    def trace_steps(self, trace_id: str) -> list[tuple[str, str, list[str]]]:
+        """(position, agent, memory ids served) of each recall made with `trace_id`, oldest first."""
+        with self._lock:
+            conn = self.connection()
+            if conn is None:
+                return []
+            try:
+                rows = conn.execute("SELECT position, agent, memory_ids FROM trace_steps WHERE trace_id = ?",
+                                    (trace_id,)).fetchall()
+            except sqlite3.OperationalError:   # not initialised yet, or a schema before trace_steps
+                return []
+        steps = [(pos, agent, list(orjson.loads(ids))) for pos, agent, ids in rows]
+        return sorted(steps, key=lambda s: positions.key(s[0]))
 
     def changed_since(self, change: int) -> tuple[dict[str, tuple[int, str]], int] | None:
         """(totals of the memories whose rows changed after `change`, the latest change number), read

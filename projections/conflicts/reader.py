@@ -95,3 +95,10 @@ class ConflictsReader(SqliteReader):
     def _get(self, conflict_id: str) -> dict[str, Any] | None:
         rows = self.fetch(f"SELECT {', '.join(COLUMNS)} FROM conflicts WHERE conflict_id = ?", (conflict_id,))
         return shaped(rows[0]) if rows else None
+
+    def open_count(self, memory_id: str) -> int:
+        """Open conflicts `memory_id` is part of (a skill cannot crystallise from a disputed pattern)."""
+        rows = self.fetch("SELECT (SELECT COUNT(*) FROM conflicts WHERE memory_a = ? AND status = 'open') + "
+                          "(SELECT COUNT(*) FROM conflicts WHERE memory_b = ? AND status = 'open')",
+                          (memory_id, memory_id))
+        return int(rows[0][0]) if rows else 0

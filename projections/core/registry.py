@@ -2,7 +2,7 @@
 
 Each projector has its own subdirectory `<root>/projections/<name>`; `root` is the data dir
 for the live projections, or a scratch dir for a rebuild. Add new projectors here (the
-metrics projector is the newest).
+learning projector is the newest).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from projections.core.projector import Projector
 
 PROJECTIONS_DIR = "projections"
 NAMES: tuple[str, ...] = ("memories", "synonyms", "activity", "tombstones", "graph", "episodes", "conflicts",
-                          "consolidation", "metrics")
+                          "consolidation", "metrics", "learning")
 
 
 def projections_root(root: Path) -> Path:
@@ -81,10 +81,15 @@ def _metrics(directory: Path, embedder: Any, offline: bool) -> Projector:
     return MetricsProjector(directory)
 
 
+def _learning(directory: Path, embedder: Any, offline: bool) -> Projector:
+    from projections.learning.projector import LearningProjector
+    return LearningProjector(directory)
+
+
 _FACTORIES: dict[str, Factory] = {
     "memories": _memories, "synonyms": _synonyms, "activity": _activity, "tombstones": _tombstones,
     "graph": _graph, "episodes": _episodes, "conflicts": _conflicts, "consolidation": _consolidation,
-    "metrics": _metrics,
+    "metrics": _metrics, "learning": _learning,
 }
 assert tuple(_FACTORIES) == NAMES
 

@@ -22,6 +22,9 @@ clock.
   keeps its relevance; a low-quality or old one sinks, a useful and often recalled one rises.
   Decay is not multiplied in again (importance already ages by recency); it decides freshness,
   and through the stale rule the importance factor.
+- value (seed 6.3): a memory a rewarded decision trace valued (V in [-1, 1], `commands.learning.values`)
+  stands higher or lower: standing x (1 + 0.5 x V), V whole for 90 days after its reward, then halving
+  every 30 days (`value_now`). A memory no trace has valued keeps its standing.
 """
 
 from __future__ import annotations
@@ -103,6 +106,23 @@ def freshness(stored: str, decay_score: float) -> str:
 
 def standing(importance_score: float, quality: float) -> float:
     return importance_score / (1.0 + importance_score) * (0.5 + quality)
+
+
+VALUE_WEIGHT = 0.5
+VALUE_STALE_AFTER_DAYS = 90.0
+VALUE_HALF_LIFE_DAYS = 30.0
+
+
+def value_now(v: float, at_ms: int, now_ms: int) -> float:
+    """A V-value as of `now_ms`: whole for 90 days after its update, then halving every 30 days."""
+    days = (now_ms - at_ms) / DAY_MS
+    if days <= VALUE_STALE_AFTER_DAYS:
+        return v
+    return v * 0.5 ** ((days - VALUE_STALE_AFTER_DAYS) / VALUE_HALF_LIFE_DAYS)
+
+
+def valued_standing(standing_score: float, value: float) -> float:
+    return standing_score * (1.0 + VALUE_WEIGHT * max(-1.0, min(1.0, value)))
 
 
 def ranked_score(relevance: float, standing_score: float, weight: float) -> float:

@@ -53,7 +53,7 @@ async def test_backup_endpoint_writes_an_archive_that_restores_to_its_position(a
     listing = await _written(api, started["backup_id"])
     assert listing["last"]["status"] == "written" and listing["last"]["position"] == started["position"]
     row, = listing["archives"]
-    assert row["backup_id"] == started["backup_id"] and row["projections"] == 9 and row["events"] > 0
+    assert row["backup_id"] == started["backup_id"] and row["projections"] == 10 and row["events"] > 0
     assert Path(started["path"]).exists()
 
     # another backup being written into the directory (its lock held): 409, nothing written

@@ -35,7 +35,8 @@ async def test_digest_replay_verify_and_time_travel(api, redis_url, tmp_path):
     rc, out = await _cli("digest", *common, "--json")
     assert rc == 0
     assert [p["projection"] for p in orjson.loads(out)["projections"]] == [
-        "memories", "synonyms", "activity", "tombstones", "graph", "episodes", "conflicts", "consolidation", "metrics"]
+        "memories", "synonyms", "activity", "tombstones", "graph", "episodes", "conflicts", "consolidation", "metrics",
+        "learning"]
     live = orjson.loads(out)["projections"][0]
     assert live["projection"] == "memories" and live["position"] == gone["position"]
 

@@ -173,7 +173,7 @@ async def test_a_schema_2_database_is_migrated_with_its_counts_and_digest(tmp_pa
     await migrated.apply([served("a").placed(position="3-0", hlc="3:0:n", origin="local")])   # counted already
     assert await migrated.digest() == await fresh.digest()
     conn = sqlite3.connect(tmp_path / "activity.db")
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
     assert conn.execute("SELECT sql FROM sqlite_master WHERE name = 'recalls'").fetchone()[0].endswith("WITHOUT ROWID")
     assert conn.execute("SELECT COUNT(*) FROM sqlite_master WHERE name = 'idx_recalls_change'").fetchone()[0] == 0
     conn.close()

@@ -27,6 +27,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,7 +40,7 @@ from projections.queries.recall.fusion import DEFAULT, FusionParams, fuse, lexic
 from projections.queries.recall.hits import Candidate, RecallHit
 from projections.queries.recall.mmr import DEFAULT_DIVERSITY, mmr
 from projections.memories.reader import MAX_LIMIT, MemoriesReader, valid_namespaces
-from projections.memories.scores import DEFAULT_RANK_WEIGHT, ranked_score, scores_of
+from projections.memories.scores import DEFAULT_RANK_WEIGHT, ranked_score, scores_of, value_now, valued_standing
 from projections.models.query_vectors import QueryVectors
 from projections.serving.index import ServingIndex
 from projections.text.lexical import index_text, query_text, terms
@@ -99,7 +100,7 @@ class RecallService:
     def __init__(self, reader: MemoriesReader, embedder: Any, *, synonyms: Any = None, reranker: Any = None,
                  fusion: FusionParams = DEFAULT, rerank_top: int = 20, serving: bool = False, activity: Any = None,
                  clock: Any = None, graph: Any = None, query_embedder: Any = None, partners: Any = None,
-                 rates: Any = None) -> None:
+                 rates: Any = None, values: Any = None) -> None:
         self.reader = reader
         self.index = ServingIndex(reader.directory) if serving else None
         # queries may have their own embedder (the same model in a child process: gateway.process.wiring)
@@ -113,6 +114,7 @@ class RecallService:
         self.graph = graph            # projections.graph.reader.GraphReader: expansion, prefetch
         self.partners = partners      # projections.serving.prefetch.PrefetchPartners: prefetch in memory
         self.rates = rates            # .get() -> calibrated decay rates (projections.consolidation.reader.DecayRates)
+        self.values = values          # .values(ids): V-values (projections.learning.reader.MemoryValues / LearningReader)
 
     @property
     def fingerprint(self) -> str:
@@ -295,11 +297,16 @@ class RecallService:
         if not cands:
             return cands
         now = self.clock.now_ms()
-        recalls = self.activity.recalls([c.row["id"] for c in cands]) if self.activity is not None else {}
+        ids = [c.row["id"] for c in cands]
+        recalls = self.activity.recalls(ids) if self.activity is not None else {}
+        valued = self.values.values(ids) if self.values is not None else {}
         rates = self.rates.get() if self.rates is not None else None
         for c in cands:
             count, last = recalls.get(c.row["id"], (0, ""))
             c.scores = scores_of(c.row, now, count, last, rates)
+            if valued and (v := valued.get(c.row["id"])) is not None:   # a rewarded trace valued it (seed 6.3)
+                c.scores = dataclasses.replace(
+                    c.scores, standing=valued_standing(c.scores.standing, value_now(v[0], v[1], now)))
             if weight:
                 c.score = ranked_score(c.score, c.scores.standing, weight)
         if weight:

@@ -1,0 +1,90 @@
+"""Read side of the learning projection (`projections.learning.projector`, SQLite `learning.db`): the
+memories' V-values (seed 6.3) and the skills (seed 6.5).
+
+- `LearningReader`: exact reads (the skills endpoints, vprop's answer, the crystallisation reaction).
+- `MemoryValues`: the V-values held in memory for the recall path (a dict lookup per candidate, as
+  `projections.activity.reader.RecallCounts`), reloaded whole when the projection's change counter moves
+  (only memories served by rewarded traces have one). Until a trace is rewarded it holds nothing and
+  ranking is unchanged.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, ClassVar
+
+from projections.core.sqlite_reader import SqliteReader
+from projections.serving.followers import ProjectionFollower
+
+DB_FILE = "learning.db"
+SKILL_COLUMNS = ("name", "memory_id", "namespace", "content", "successes", "failures", "agent", "position",
+                 "crystallized_ms", "trials", "last_trial_position")
+VALUE_COLUMNS = ("memory_id", "v", "at_ms", "trace_id", "position")
+
+
+class LearningReader(SqliteReader):
+    reads: ClassVar[tuple[str, ...]] = ("learning",)
+
+    def __init__(self, directory: Path) -> None:
+        super().__init__(directory, DB_FILE)
+
+    def values(self, memory_ids: list[str] | None = None) -> dict[str, tuple[float, int]]:
+        """memory id -> (V, the reward's time in ms), for the given ids (all when None) that have one."""
+        if memory_ids is None:
+            rows = self.fetch("SELECT memory_id, v, at_ms FROM memory_values")
+        elif not memory_ids:
+            return {}
+        else:
+            rows = self.fetch(f"SELECT memory_id, v, at_ms FROM memory_values WHERE memory_id IN "
+                              f"({','.join('?' * len(memory_ids))})", memory_ids)
+        return {mid: (float(v), int(at)) for mid, v, at in rows}
+
+    def values_change(self) -> int:
+        """A counter every change of `memory_values` moves (-1 before the first)."""
+        rows = self.fetch("SELECT n FROM changes WHERE name = 'values'")
+        return int(rows[0][0]) if rows else -1
+
+    def skills(self) -> list[dict[str, Any]]:
+        rows = self.fetch(f"SELECT {', '.join(SKILL_COLUMNS)} FROM skills ORDER BY name")
+        return [dict(zip(SKILL_COLUMNS, r)) for r in rows]
+
+    def skill(self, name: str) -> dict[str, Any] | None:
+        rows = self.fetch(f"SELECT {', '.join(SKILL_COLUMNS)} FROM skills WHERE name = ?", (name,))
+        return dict(zip(SKILL_COLUMNS, rows[0])) if rows else None
+
+    def skill_of(self, memory_id: str) -> str | None:
+        rows = self.fetch("SELECT name FROM skills WHERE memory_id = ?", (memory_id,))
+        return rows[0][0] if rows else None
+
+
+class MemoryValues(ProjectionFollower):
+    """V-values in memory (see the module doc); `values(ids)` never blocks on SQLite."""
+
+    name = "memory_values"
+
+    def __init__(self, reader: LearningReader, max_age_s: float = 1.0) -> None:
+        super().__init__(max_age_s)
+        self.reader = reader
+        self._values: dict[str, tuple[float, int]] = {}
+
+    def values(self, memory_ids: list[str]) -> dict[str, tuple[float, int]]:
+        self._schedule_refresh()
+        held = self._values
+        if not held:
+            return {}
+        return {mid: held[mid] for mid in memory_ids if mid in held}
+
+    def _read(self, since: int) -> tuple[dict[str, tuple[float, int]], int] | None:
+        change = self.reader.values_change()
+        if change == since:
+            return None
+        return self.reader.values(), change
+
+    def _forget(self) -> None:
+        self._values = {}
+
+    def _apply(self, changes: tuple[dict[str, tuple[float, int]], int]) -> None:
+        values, change = changes
+        self._values = {sys.intern(mid): v for mid, v in values.items()}
+        self._change = change
