@@ -326,7 +326,8 @@ class GraphPruned:
 class RecallServed:
     """A recall was answered (the audit). `prefetch_ids` / `prefetch_weights`: the CO_OCCURS partners
     the answer listed (seed 6.7), pushed to the agent as `prefetch.push`; `trace_id`: the caller's
-    decision trace (seed 6.3), which V-value propagation follows back to the memories served."""
+    decision trace (seed 6.3), which V-value propagation follows back to the memories served;
+    `min_score`: the caller's (a miss, seed 3.2.2, is judged against it)."""
 
     query: str
     namespaces: tuple[str, ...]
@@ -336,6 +337,7 @@ class RecallServed:
     prefetch_ids: tuple[str, ...] = ()
     prefetch_weights: tuple[float, ...] = ()
     trace_id: str = ""
+    min_score: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "namespaces", tuple(self.namespaces))
@@ -401,7 +403,8 @@ from events.consolidation_events import (  # noqa: E402
 )
 # The self-improvement events: V-values, skills (registered, and re-exported here).
 from events.learning_events import (  # noqa: E402
-    SkillCrystallized as SkillCrystallized, SkillTrialRecorded as SkillTrialRecorded, TraceRewarded as TraceRewarded,
+    GapDetected as GapDetected, GapFilled as GapFilled, SkillCrystallized as SkillCrystallized,
+    SkillTrialRecorded as SkillTrialRecorded, TraceRewarded as TraceRewarded,
 )
 # The LAN replica events (registered, and re-exported here).
 from events.replica_events import ReplicaRegistered as ReplicaRegistered  # noqa: E402

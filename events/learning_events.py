@@ -51,3 +51,50 @@ class SkillTrialRecorded:
 
     name: str
     success: bool
+
+
+@event_type("gap.detected")
+@dataclass(frozen=True, slots=True)
+class GapDetected:
+    """A knowledge gap (seed 3.2.2, flow 3): `agent` missed three times within 24 h on one topic (queries
+    with cosine >= 0.8 to its first) with no hit between. `gap_type` A (nothing near), B (a close memory
+    shares no term with the queries: a synonym mismatch), C (a memory of the agent's default scope
+    answers, but the recall's narrowing left it out) or D (close but not enough: fragmented), decided
+    by `commands.learning.gaps.classify`; `evidence` holds the figures it decided on. `queries`,
+    `namespaces`, `min_scores`: the missed recalls, for the repair to run them again."""
+
+    gap_id: str
+    agent: str
+    query: str
+    gap_type: str
+    queries: tuple[str, ...] = ()
+    namespaces: tuple[tuple[str, ...], ...] = ()
+    min_scores: tuple[float | None, ...] = ()
+    suggestion: str = ""
+    evidence: dict[str, Any] | None = None
+    at_ms: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "queries", tuple(self.queries))
+        object.__setattr__(self, "namespaces", tuple(tuple(n) for n in self.namespaces))
+        object.__setattr__(self, "min_scores", tuple(self.min_scores))
+
+
+@event_type("gap.filled")
+@dataclass(frozen=True, slots=True)
+class GapFilled:
+    """A knowledge gap closed (flow 3). `repair`: `synonym` (a synonym was added and the gap's recalls
+    now find an answer), `retry` (the recalls find one in the agent's default scope with a wider
+    search), or `answered` (the agent's own later recall on the topic found one). `filled_count`: the
+    gap's recalls that find an answer now; `memory_ids`: what they found."""
+
+    gap_id: str
+    repair: str
+    filled_count: int = 0
+    memory_ids: tuple[str, ...] = ()
+    detail: str = ""
+    agent: str = ""          # the gap's (who is told)
+    query: str = ""          # the gap's first query
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "memory_ids", tuple(self.memory_ids))

@@ -71,3 +71,16 @@ def backtrace_action(consolidation: Any) -> Action:
     async def act(e: Evaluation, inputs: Inputs) -> tuple[dict[str, Any], dict[str, Any]]:
         return await consolidation.backtrace_only(), {}
     return act
+
+
+def gap_action(repairer: Any) -> Action:
+    async def act(e: Evaluation, inputs: Inputs) -> tuple[dict[str, Any], dict[str, Any]]:
+        result, marks = await repairer.run(_through(dict(inputs.state), "gap"))
+        return dict(result), dict(marks)
+    return act
+
+
+def gap_probe(repairer: Any) -> Probe:
+    async def probe(states: dict[str, Any]) -> dict[str, Any]:
+        return {"writes": {"gap": len(await repairer.pending(_through(states, "gap")))}}
+    return probe

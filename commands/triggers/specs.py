@@ -9,7 +9,7 @@ trigger service read (`Inputs`) at the scheduler clock's now.
 | decay | none (every cooldown) | 6 h | quality deadline, stale rule, forget run |
 | backtrace (回溯) | > 50 memories distilled since the last backtrace | 24 h | distillation quality backtrace |
 | conflict | memories naming an entity written since the last sweep | 1 min | conflict sweep |
-| gap | 3 recall misses in a row | 30 min | gap classification (needs knowledge gaps) |
+| gap | knowledge gaps of type B or C opened since its last run (3 misses on a topic open one) | 30 min | repair them, verified by their recalls |
 | consolidation | (> 50 distilled since the last run and 24 h since it) or 48 h since it | 24 h | deep consolidation |
 
 Seed 6.4's table gives consolidation a 48 h cooldown while flow 5 runs it after 24 h once 50
@@ -53,7 +53,9 @@ SPECS: tuple[TriggerSpec, ...] = (
                 "distillation quality backtrace (回溯; needs an LLM)"),
     TriggerSpec("conflict", "memories naming an entity were written since the last conflict sweep", 60,
                 "compare them with their neighbours (conflicts the commit check could not see)"),
-    TriggerSpec("gap", "3 recall misses in a row", 30 * 60, "classify the knowledge gap"),
+    TriggerSpec("gap", "knowledge gaps of type B or C opened since the last run (3 recall misses on a topic "
+                "within 24 h open and classify one)", 30 * 60,
+                "repair them: a synonym (B) or a wider search (C), verified by running their recalls again"),
     TriggerSpec("consolidation", f"(> {NEW_DISTILLED} memories distilled since the last run and 24 h since it) "
                 "or 48 h since it", 24 * HOUR_S, "deep consolidation (flow 5)"),
 )
@@ -130,14 +132,15 @@ def _consolidation(i: Inputs) -> tuple[bool, float, str]:
         f"{n} memories distilled and {h:.1f} h since the last run"
 
 
-def _never(i: Inputs) -> tuple[bool, float, str]:
-    return False, 0.0, "never (disabled)"
+def _gaps(i: Inputs) -> tuple[bool, float, str]:
+    n = int(i.writes.get("gap", 0))
+    return n > 0, n / 3, f"{n} knowledge gaps of type B or C to repair"
 
 
 CONDITIONS: dict[str, Callable[[Inputs], tuple[bool, float, str]]] = {
     "distill": _distill, "merge": _sweep("merge", MERGE_WRITES_FULL), "prune": _every(24, "prune"),
     "decay": _every(6, "decay"), "backtrace": _backtrace, "conflict": _sweep("conflict", CONFLICT_WRITES_FULL),
-    "gap": _never, "consolidation": _consolidation,
+    "gap": _gaps, "consolidation": _consolidation,
 }
 
 

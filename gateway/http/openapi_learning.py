@@ -8,7 +8,7 @@ from commands.learning.skills import NAME_RE, STATUSES
 from commands.learning.values import REWARD_MAX, REWARD_MIN
 from gateway.http.openapi_eval import _body, _errors, _json, _ref
 from gateway.http.openapi_fields import (
-    AFTER_HEADER, AFTER_QUERY, AGENT_ACT, AGENT_QUERY, IDEMPOTENCY, POSITION, TRACE_ID, closed, query,
+    AFTER_HEADER, AFTER_QUERY, AGENT_ACT, AGENT_QUERY, IDEMPOTENCY, POSITION, TRACE_ID, closed, query, query_int,
 )
 
 _SKILL_PROPS: dict[str, Any] = {
@@ -40,6 +40,20 @@ SCHEMAS: dict[str, Any] = {
     "SkillsResponse": {"type": "object", "properties": {
         "skills": {"type": "array", "items": _ref("Skill")}, "count": {"type": "integer"},
         "position": {"type": ["string", "null"]}}},
+    "Gap": {"type": "object", "properties": {
+        "gap_id": {"type": "string"}, "agent_id": {"type": "string"}, "query": {"type": "string"},
+        "queries": {"type": "array", "items": {"type": "string"}},
+        "gap_type": {"type": "string", "enum": ["A", "B", "C", "D"]},
+        "status": {"type": "string", "enum": ["open", "closed"]}, "suggestion": {"type": "string"},
+        "evidence": {"type": "object"}, "detected_at": {"type": "string", "format": "date-time"},
+        "position": POSITION, "repair": {"type": ["string", "null"], "enum": ["synonym", "retry", "answered", None]},
+        "filled_count": {"type": "integer"}, "memory_ids": {"type": "array", "items": {"type": "string"}},
+        "closed_position": {"type": ["string", "null"]}, "detail": {"type": "string"}}},
+    "GapsResponse": {"type": "object", "properties": {
+        "gaps": {"type": "array", "items": _ref("Gap")}, "count": {"type": "integer"},
+        "detected": {"type": "integer"}, "closed": {"type": "integer"},
+        "closure_rate": {"type": ["number", "null"], "description": "closed / detected (null: none detected)"},
+        "position": {"type": ["string", "null"]}}},
     "TrialRequest": closed({"success": {"type": "boolean"}, "agent_id": AGENT_ACT}, "success"),
     "TrialResponse": {"type": "object", "properties": {**_SKILL_PROPS, "position": POSITION,
                                                        "duplicate": {"type": "boolean"}}},
@@ -56,6 +70,12 @@ PATHS: dict[str, Any] = {
         "parameters": [query("status", {"type": "string", "enum": list(STATUSES)}), AFTER_QUERY, AGENT_QUERY,
                        AFTER_HEADER],
         "responses": {"200": _json(_ref("SkillsResponse")), **_errors("400", "401", "403", "404", "504")}}},
+    "/api/v1/gaps": {"get": {
+        "summary": "Knowledge gaps (seed 3.2.2): the agent's own (the admin key: every agent's, or agent_id's), "
+                   "newest first, with the closure rate",
+        "parameters": [query("status", {"type": "string", "enum": ["open", "closed", "all"]}),
+                       query_int("limit", 1, 1000, 100), AFTER_QUERY, AGENT_QUERY, AFTER_HEADER],
+        "responses": {"200": _json(_ref("GapsResponse")), **_errors("400", "401", "403", "404", "504")}}},
     "/api/v1/skills/{name}/trial": {"post": {
         "summary": "Record one trial of a skill: its Beta posterior, eta and status move (seed 6.5)",
         "parameters": [{"name": "name", "in": "path", "required": True,

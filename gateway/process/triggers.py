@@ -20,7 +20,8 @@ def build_triggers(s: Any) -> TriggerService:
     add("prune", actions.prune_action(s.scheduler))
     add("decay", actions.decay_action(s.scheduler))
     add("consolidation", actions.consolidation_action(s.consolidation))
-    disable("gap", "needs knowledge gaps (not built yet)")
+    add("gap", actions.gap_action(s.gap_repairer))
+    service.probes.append(actions.gap_probe(s.gap_repairer))
     if s.llm is not None:
         add("backtrace", actions.backtrace_action(s.consolidation))
     else:

@@ -73,6 +73,7 @@ from projections.queries.push.router import PushRouter
 from gateway.push.connection import PushLimits
 from gateway.push.hub import PushHub
 from gateway.push.lookups import ReadModelLookups
+from commands.learning.gap_repair import GapRepairer
 from commands.learning.service import LearningCommands
 from projections.learning.reader import LearningReader, MemoryValues
 from projections.synonyms.reader import SynonymsReader
@@ -203,6 +204,10 @@ class Services(ModelServices):
     @cached_property
     def learning_commands(self) -> LearningCommands:
         return LearningCommands(self.store, self.activity, self.memories, self.learning, self.clock)
+
+    @cached_property
+    def gap_repairer(self) -> GapRepairer:
+        return GapRepairer(self.recall, self.store, self.learning, self.waiter)
 
     @cached_property
     def episodes(self) -> EpisodesReader:

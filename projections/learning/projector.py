@@ -3,7 +3,8 @@
 - `trace.rewarded` (seed 6.3): each valued memory's V, the reward's time, trace and position
   (`memory_values`, one row per memory: the latest reward that reached it);
 - `skill.crystallized` / `skill.trial_recorded` (seed 6.5): one row per skill, its evidence counts
-  (successes, failures: the Beta posterior is derived from them, `commands.learning.skills`).
+  (successes, failures: the Beta posterior is derived from them, `commands.learning.skills`);
+- `gap.detected` / `gap.filled` (seed 3.2.2): one row per knowledge gap, open until filled.
 
 Rows, the change counter the gateway's `MemoryValues` follows and the checkpoint are written in one
 transaction. It ignores the recall audits (the activity projection records traced recalls).
@@ -14,13 +15,16 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from pathlib import Path
+from typing import Any
 
-from events.catalogue import SkillCrystallized, SkillTrialRecorded, TraceRewarded
+import orjson
+
+from events.catalogue import GapDetected, GapFilled, SkillCrystallized, SkillTrialRecorded, TraceRewarded
 from events.envelope import Event
 from projections.core.digest import Digester
 from projections.core.projector import RECALL_AUDIT
 from projections.core.sqlite_projection import SqliteProjection
-from projections.learning.reader import DB_FILE, SKILL_COLUMNS, VALUE_COLUMNS
+from projections.learning.reader import DB_FILE, GAP_COLUMNS, SKILL_COLUMNS, VALUE_COLUMNS
 
 SCHEMA_VERSION = 1
 _SCHEMA = """
@@ -32,6 +36,12 @@ CREATE TABLE IF NOT EXISTS skills (name TEXT PRIMARY KEY, memory_id TEXT NOT NUL
     last_trial_position TEXT NOT NULL DEFAULT '');
 CREATE INDEX IF NOT EXISTS idx_skills_memory ON skills (memory_id);
 CREATE TABLE IF NOT EXISTS changes (name TEXT PRIMARY KEY, n INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS gaps (gap_id TEXT PRIMARY KEY, agent TEXT NOT NULL, query TEXT NOT NULL,
+    gap_type TEXT NOT NULL, queries TEXT NOT NULL, namespaces TEXT NOT NULL, min_scores TEXT NOT NULL,
+    suggestion TEXT NOT NULL, evidence TEXT NOT NULL, detected_ms INTEGER NOT NULL, position TEXT NOT NULL,
+    status TEXT NOT NULL, repair TEXT NOT NULL, filled_count INTEGER NOT NULL, memory_ids TEXT NOT NULL,
+    closed_position TEXT NOT NULL, detail TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS idx_gaps_status ON gaps (status, position);
 """
 
 
@@ -60,6 +70,14 @@ class LearningProjector(SqliteProjection):
                              "WHERE NOT EXISTS (SELECT 1 FROM skills WHERE memory_id = ?)",
                              (d.name, d.memory_id, d.namespace, d.content, int(d.successes), int(d.failures),
                               ev.agent, ev.position, ev.wall_ms, d.memory_id))
+            elif isinstance(d, GapDetected):
+                conn.execute("INSERT OR IGNORE INTO gaps VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'open', '', 0, '[]', '', '')",
+                             (d.gap_id, d.agent, d.query, d.gap_type, _json(d.queries), _json(d.namespaces),
+                              _json(d.min_scores), d.suggestion, _json(d.evidence or {}), int(d.at_ms), ev.position))
+            elif isinstance(d, GapFilled):
+                conn.execute("UPDATE gaps SET status = 'closed', repair = ?, filled_count = ?, memory_ids = ?, "
+                             "closed_position = ?, detail = ? WHERE gap_id = ? AND status = 'open'",
+                             (d.repair, int(d.filled_count), _json(d.memory_ids), ev.position, d.detail, d.gap_id))
             elif isinstance(d, SkillTrialRecorded):
                 column = "successes" if d.success else "failures"
                 conn.execute(f"UPDATE skills SET {column} = {column} + 1, trials = trials + 1, "
@@ -78,9 +96,16 @@ class LearningProjector(SqliteProjection):
     def _digest(self) -> str:
         d = Digester()
         with self._snapshot(f"SELECT {', '.join(VALUE_COLUMNS)} FROM memory_values ORDER BY memory_id",
-                            f"SELECT {', '.join(SKILL_COLUMNS)} FROM skills ORDER BY name") as (values, skills):
+                            f"SELECT {', '.join(SKILL_COLUMNS)} FROM skills ORDER BY name",
+                            f"SELECT {', '.join(GAP_COLUMNS)} FROM gaps ORDER BY gap_id") as (values, skills, gaps):
             for row in values:
                 d.add({"t": "value", **dict(zip(VALUE_COLUMNS, row))})
             for row in skills:
                 d.add({"t": "skill", **dict(zip(SKILL_COLUMNS, row))})
+            for row in gaps:
+                d.add({"t": "gap", **dict(zip(GAP_COLUMNS, row))})
         return d.hexdigest()
+
+
+def _json(value: Any) -> str:
+    return orjson.dumps(value).decode()

@@ -1,7 +1,8 @@
 """Read side of the learning projection (`projections.learning.projector`, SQLite `learning.db`): the
 memories' V-values (seed 6.3) and the skills (seed 6.5).
 
-- `LearningReader`: exact reads (the skills endpoints, vprop's answer, the crystallisation reaction).
+- `LearningReader`: exact reads (the skills and gaps endpoints, the crystallisation reaction, the gap
+  trigger's repairs).
 - `MemoryValues`: the V-values held in memory for the recall path (a dict lookup per candidate, as
   `projections.activity.reader.RecallCounts`), reloaded whole when the projection's change counter moves
   (only memories served by rewarded traces have one). Until a trace is rewarded it holds nothing and
@@ -12,6 +13,8 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+
+import orjson
 from typing import Any, ClassVar
 
 from projections.core.sqlite_reader import SqliteReader
@@ -21,6 +24,11 @@ DB_FILE = "learning.db"
 SKILL_COLUMNS = ("name", "memory_id", "namespace", "content", "successes", "failures", "agent", "position",
                  "crystallized_ms", "trials", "last_trial_position")
 VALUE_COLUMNS = ("memory_id", "v", "at_ms", "trace_id", "position")
+GAP_COLUMNS = ("gap_id", "agent", "query", "gap_type", "queries", "namespaces", "min_scores", "suggestion",
+               "evidence", "detected_ms", "position", "status", "repair", "filled_count", "memory_ids",
+               "closed_position", "detail")
+_GAP_JSON = ("queries", "namespaces", "min_scores", "evidence", "memory_ids")
+GAP_STATUSES = ("open", "closed", "all")
 
 
 class LearningReader(SqliteReader):
@@ -53,9 +61,39 @@ class LearningReader(SqliteReader):
         rows = self.fetch(f"SELECT {', '.join(SKILL_COLUMNS)} FROM skills WHERE name = ?", (name,))
         return dict(zip(SKILL_COLUMNS, rows[0])) if rows else None
 
+    def gaps(self, status: str = "all", agent: str | None = None, limit: int = 1000) -> list[dict[str, Any]]:
+        """Gaps newest first (`status` open, closed or all; one agent's when `agent` is given)."""
+        where, args = ["1 = 1"], []
+        if status != "all":
+            where.append("status = ?")
+            args.append(status)
+        if agent is not None:
+            where.append("agent = ?")
+            args.append(agent)
+        rows = self.fetch(f"SELECT {', '.join(GAP_COLUMNS)} FROM gaps WHERE {' AND '.join(where)} "
+                          f"ORDER BY detected_ms DESC, gap_id LIMIT ?", (*args, limit))
+        return [_gap(r) for r in rows]
+
+    def gap(self, gap_id: str) -> dict[str, Any] | None:
+        rows = self.fetch(f"SELECT {', '.join(GAP_COLUMNS)} FROM gaps WHERE gap_id = ?", (gap_id,))
+        return _gap(rows[0]) if rows else None
+
+    def gap_counts(self, agent: str | None = None) -> tuple[int, int]:
+        """(gaps detected, gaps closed), of one agent when given."""
+        sql = "SELECT COUNT(*), COALESCE(SUM(status = 'closed'), 0) FROM gaps"
+        rows = self.fetch(sql + (" WHERE agent = ?" if agent is not None else ""), (agent,) if agent else ())
+        return (int(rows[0][0]), int(rows[0][1])) if rows else (0, 0)
+
     def skill_of(self, memory_id: str) -> str | None:
         rows = self.fetch("SELECT name FROM skills WHERE memory_id = ?", (memory_id,))
         return rows[0][0] if rows else None
+
+
+def _gap(row: tuple) -> dict[str, Any]:
+    gap = dict(zip(GAP_COLUMNS, row))
+    for col in _GAP_JSON:
+        gap[col] = orjson.loads(gap[col])
+    return gap
 
 
 class MemoryValues(ProjectionFollower):

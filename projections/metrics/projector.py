@@ -28,8 +28,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from events.catalogue import (
-    ConflictDetected, ConflictResolved, ConsolidationCompleted, MemoryCommitted, MemoryCorrected, MemoryFeedback,
-    MemoryForgotten, MemoryMarkedStale, RecallServed,
+    ConflictDetected, ConflictResolved, ConsolidationCompleted, GapDetected, GapFilled, MemoryCommitted,
+    MemoryCorrected, MemoryFeedback, MemoryForgotten, MemoryMarkedStale, RecallServed,
 )
 from events.envelope import Event, UnknownPayload
 from projections.core.digest import Digester
@@ -123,6 +123,10 @@ def _counted(conn: sqlite3.Connection, ev: Event) -> list[tuple[str, int]]:
         return [("conflicts_resolved", 1), ("conflicts_auto_resolved", 1 if d.rule else 0)]
     if isinstance(d, MemoryForgotten):
         return [("forgotten", 1)]
+    if isinstance(d, GapDetected):
+        return [("gaps_detected", 1)]
+    if isinstance(d, GapFilled):
+        return [("gaps_closed", 1)]
     if isinstance(d, ConsolidationCompleted):
         for step in d.steps:
             if step.get("step") == "backtrace" and step.get("status") == "ok":

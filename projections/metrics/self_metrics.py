@@ -5,7 +5,7 @@ pure function of one day's counts (`projections.metrics.reader`), with its healt
 |---|---|---|---|
 | useful_rate | useful / (useful + not_useful) votes | > 0.7 | fell 7 days in a row |
 | hit_rate | recalls with a result (>= min_score) / recalls | > 0.8 | < 0.5 |
-| gap_closure | closed gaps / gaps | -> 1.0 | 0 for 14 days (null: knowledge gaps are not built yet) |
+| gap_closure | closed gaps / detected gaps, cumulative over the window up to the day | -> 1.0 | 0 for 14 days |
 | correction_propagation | dependants marked stale / DEPENDS_ON dependants of corrected memories | > 0.5 | - |
 | junk_elimination | memories forgotten that day | 2-5 per day | > 20, or 0 |
 | loss_rate | lossy / sampled memories of the distillation backtrace | < 0.15 | > 0.3 |
@@ -54,8 +54,16 @@ def _forgotten(c: Counts) -> float | None:
     return float(c.get("forgotten", 0))
 
 
-def _none(c: Counts) -> float | None:
-    return None
+def _with_running_gaps(days: list[str], daily: Mapping[str, Counts]) -> dict[str, Counts]:
+    """Each day's counts plus the gaps detected and closed from the first of `days` through it."""
+    out: dict[str, Counts] = dict(daily)
+    detected = closed = 0
+    for day in days:
+        c = daily.get(day, {})
+        detected += c.get("gaps_detected", 0)
+        closed += c.get("gaps_closed", 0)
+        out[day] = {**c, "gaps_detected_so_far": detected, "gaps_closed_so_far": closed}
+    return out
 
 
 DEFINITIONS: tuple[Definition, ...] = (
@@ -63,8 +71,9 @@ DEFINITIONS: tuple[Definition, ...] = (
                "fell 7 days in a row", _useful, "no feedback that day"),
     Definition("hit_rate", "recalls with at least one result at or above min_score / recalls", "> 0.8", "< 0.5",
                _hits, "no recall that day"),
-    Definition("gap_closure", "closed knowledge gaps / detected gaps", "-> 1.0", "0 for 14 days", _none,
-               "needs knowledge gaps (not built yet)"),
+    Definition("gap_closure", "knowledge gaps closed / gaps detected, from the window's first day to this one",
+               "-> 1.0", "0 for 14 days", _ratio("gaps_closed_so_far", "gaps_detected_so_far"),
+               "no knowledge gap detected in the window yet"),
     Definition("correction_propagation", "dependants marked stale by the cascade / DEPENDS_ON dependants of the "
                "memories corrected that day", "> 0.5", "-", _ratio("cascades", "dependants_of_corrected"),
                "no corrected memory had dependants that day"),
@@ -91,6 +100,10 @@ def _status(name: str, value: float | None, trend: list[float | None]) -> str:
         return "alert" if value > 20 or value == 0 else "healthy" if 2 <= value <= 5 else "warning"
     if name == "loss_rate":
         return "alert" if value > 0.3 else "healthy" if value < 0.15 else "warning"
+    if name == "gap_closure":
+        recent = trend[-14:]
+        return "alert" if len(recent) == 14 and all(v == 0 for v in recent) else "healthy" if value >= 0.8 \
+            else "warning"
     if name == "auto_resolve_rate":
         earlier = [v for v in trend[:-1] if v is not None]
         return "healthy" if not earlier or value >= earlier[-1] else "warning"
@@ -100,6 +113,7 @@ def _status(name: str, value: float | None, trend: list[float | None]) -> str:
 def self_metrics(days: list[str], daily: Mapping[str, Counts]) -> list[dict[str, Any]]:
     """Each metric on the last of `days` (ascending ISO dates) with its band, status and the trend
     over all of `days`."""
+    daily = _with_running_gaps(days, daily)
     out = []
     for m in DEFINITIONS:
         trend = [m.value(daily.get(day, {})) for day in days]

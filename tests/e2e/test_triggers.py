@@ -38,7 +38,7 @@ async def test_the_list_names_all_eight_with_their_state(api):
     for t in triggers.values():
         assert {"name", "condition", "cooldown_s", "urgency", "last_fired_at", "paused", "failures"} <= set(t)
         assert t["last_fired_at"] is None and t["paused"] is False and t["failures"] == 0
-    assert triggers["gap"]["disabled"] == "needs knowledge gaps (not built yet)"
+    assert triggers["gap"]["disabled"] is None and triggers["gap"]["cooldown_s"] == 1800
     assert "LLM_ENDPOINT" in triggers["backtrace"]["disabled"] and "LLM_ENDPOINT" in triggers["distill"]["disabled"]
     assert "ZHIYI_MERGE" in triggers["merge"]["disabled"]
     assert triggers["conflict"]["disabled"] is None and triggers["conflict"]["cooldown_s"] == 60
@@ -154,7 +154,7 @@ async def test_trigger_endpoints_validate_and_write_nothing_on_bad_input(api):
 
 
 async def test_the_service_is_the_one_the_app_runs(api):
-    assert api.client.app[TRIGGERS].actions.keys() == {"prune", "decay", "consolidation", "conflict"}
+    assert api.client.app[TRIGGERS].actions.keys() == {"prune", "decay", "consolidation", "conflict", "gap"}
 
 
 async def test_one_instance_fires_at_a_time(api):

@@ -19,7 +19,8 @@ AGENTS = ("alice", "bob", "carol")
 HEAL_MS = 1_000_000          # the partition heals here: every buffered vote reaches the log after it
 
 vote = st.tuples(st.sampled_from(AGENTS), st.sampled_from(("useful", "not_useful")),
-                 st.integers(1, HEAL_MS - 1), st.booleans())            # agent, verdict, observed ms, buffered
+                 st.integers(2, HEAL_MS - 1), st.booleans())            # agent, verdict, observed ms, buffered
+# (observed from 2 ms: a direct vote is appended at its observed ms, and 1-0 is the commit's own position)
 votes = st.lists(vote, min_size=1, max_size=12, unique_by=lambda v: v[2])
 
 

@@ -21,7 +21,7 @@ def test_each_definition_on_one_days_counts():
     assert m["junk_elimination"]["value"] == 3.0 and m["junk_elimination"]["status"] == "healthy"
     assert m["loss_rate"]["value"] == 0.1 and m["loss_rate"]["status"] == "healthy"
     assert m["auto_resolve_rate"]["value"] == 0.75
-    assert m["gap_closure"]["value"] is None and m["gap_closure"]["reason"].startswith("needs knowledge gaps")
+    assert m["gap_closure"]["value"] is None and m["gap_closure"]["reason"].startswith("no knowledge gap")
     assert len(m["useful_rate"]["trend"]) == 10 and m["useful_rate"]["trend"][-1] == {"day": DAYS[-1], "value": 0.8}
 
 
@@ -51,3 +51,11 @@ def test_auto_resolve_rate_should_rise():
     m = _by_name({DAYS[-2]: {"conflicts_resolved": 2, "conflicts_auto_resolved": 2},
                   DAYS[-1]: {"conflicts_resolved": 2, "conflicts_auto_resolved": 1}})
     assert m["auto_resolve_rate"]["status"] == "warning"
+
+
+def test_gap_closure_is_cumulative_over_the_window():
+    m = _by_name({DAYS[2]: {"gaps_detected": 4}, DAYS[5]: {"gaps_closed": 1}, DAYS[-1]: {"gaps_detected": 1,
+                                                                                        "gaps_closed": 2}})
+    trend = [t["value"] for t in m["gap_closure"]["trend"]]
+    assert trend[:2] == [None, None] and trend[2:5] == [0.0, 0.0, 0.0] and trend[5] == 0.25
+    assert m["gap_closure"]["value"] == 0.6 and m["gap_closure"]["status"] == "warning"      # 3 closed / 5

@@ -1,5 +1,5 @@
 """The self-improvement endpoints: POST /api/v1/trace/vprop (seed 6.3), GET /api/v1/skills and
-POST /api/v1/skills/{name}/trial (seed 6.5)."""
+POST /api/v1/skills/{name}/trial (seed 6.5), GET /api/v1/gaps (seed 3.2.2)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,11 @@ from commands.learning.values import REWARD_MAX, REWARD_MIN
 from commands.parsing import TRACE_ID_MAX, TRACE_ID_RE, opt_float, opt_str
 from gateway.http.appkeys import AUDIT, LEARNING, LEARNING_COMMANDS, SETTINGS, STORE, WAITER
 from gateway.http.errors import ApiError
-from gateway.http.requests import acting_agent, after_param, idempotency, json_body, json_response, wait_for_projections
+from gateway.http.requests import (
+    acting_agent, after_param, idempotency, json_body, json_response, query_int, wait_for_projections,
+)
+from events.hlc import iso_from_ms
+from projections.learning.reader import GAP_STATUSES
 
 
 def _required(body: dict, field: str, value: object) -> None:
@@ -75,6 +79,30 @@ async def trial(request: web.Request) -> web.Response:
     return json_response({**done.skill, "position": done.position, "duplicate": done.duplicate})
 
 
+async def gaps(request: web.Request) -> web.Response:
+    """An agent's knowledge gaps (the admin key: every agent's, or `agent_id`'s), newest first, with the
+    closure rate over them."""
+    status = request.query.get("status", "all")
+    if status not in GAP_STATUSES:
+        raise ApiError(400, ErrorCode.INVALID_REQUEST, f"status: must be one of {', '.join(GAP_STATUSES)}",
+                       {"field": "status", "allowed": list(GAP_STATUSES)})
+    limit = query_int(request, "limit", default=100, minimum=1, maximum=1000) or 100
+    actor = await acting_agent(request, {}, required=False)
+    agent = actor.agent_id if actor is not None else None
+    reader = request.app[LEARNING]
+    await wait_for_projections(request, after_param(request), reader.reads)
+    rows = await asyncio.to_thread(reader.gaps, status, agent, limit)
+    detected, closed = await asyncio.to_thread(reader.gap_counts, agent)
+    shown = [{"gap_id": g["gap_id"], "agent_id": g["agent"], "query": g["query"], "queries": g["queries"],
+              "gap_type": g["gap_type"], "status": g["status"], "suggestion": g["suggestion"],
+              "evidence": g["evidence"], "detected_at": iso_from_ms(g["detected_ms"]), "position": g["position"],
+              "repair": g["repair"] or None, "filled_count": g["filled_count"], "memory_ids": g["memory_ids"],
+              "closed_position": g["closed_position"] or None, "detail": g["detail"]} for g in rows]
+    return json_response({"gaps": shown, "count": len(shown), "detected": detected, "closed": closed,
+                          "closure_rate": round(closed / detected, 4) if detected else None,
+                          "position": await request.app[STORE].checkpoint("learning")})
+
+
 def routes() -> list[web.RouteDef]:
     return [web.post("/api/v1/trace/vprop", vprop), web.get("/api/v1/skills", skills),
-            web.post("/api/v1/skills/{name}/trial", trial)]
+            web.post("/api/v1/skills/{name}/trial", trial), web.get("/api/v1/gaps", gaps)]

@@ -80,7 +80,7 @@ async def recall(request: web.Request) -> web.Response:
                         importance_weight=weight)
     answer = await answers.answer(req, _result, use_cache=use_cache)
     took_ms = round((time.perf_counter() - started) * 1000, 2)
-    _audit(request, actor, query, scope, answer.results, top_k, answer.prefetch, trace_id)
+    _audit(request, actor, query, scope, answer.results, top_k, answer.prefetch, trace_id, min_score)
     return json_response({"results": answer.results, "namespaces": scope, "position": answer.position,
                           "took_ms": took_ms, "cached": answer.cached, "prefetch": answer.prefetch})
 
@@ -119,12 +119,13 @@ async def bootstrap(request: web.Request) -> web.Response:
 
 
 def _audit(request: web.Request, actor: Actor | None, query: str, scope: list[str], results: list[dict],
-           top_k: int, prefetch: list[dict], trace_id: str) -> None:
+           top_k: int, prefetch: list[dict], trace_id: str, min_score: float | None) -> None:
     """Append recall.served without delaying the response (its prefetch list is pushed from it)."""
     payload = RecallServed(query=query, namespaces=tuple(scope), result_ids=tuple(r["memory_id"] for r in results),
                            scores=tuple(float(r["score"]) for r in results), top_k=top_k,
                            prefetch_ids=tuple(p["memory_id"] for p in prefetch),
-                           prefetch_weights=tuple(float(p["weight"]) for p in prefetch), trace_id=trace_id)
+                           prefetch_weights=tuple(float(p["weight"]) for p in prefetch), trace_id=trace_id,
+                           min_score=min_score)
     event = new_event(payload, ns=actor.main_namespace if actor else SHARED_NAMESPACE,
                       agent=actor.agent_id if actor else "admin", by=actor.by if actor else "admin")
     request.app[AUDIT].add(event)

@@ -8,6 +8,7 @@
 | conflict.detected        | conflict.detected         | the owners of the memories in conflict              |
 | conflict.resolved        | conflict.resolved         | the owners of the memories in conflict              |
 | memory.quality_dropped   | quality.drop              | the memory's owner                                  |
+| gap.detected, gap.filled | gap.detected, gap.filled  | the agent whose recalls missed                      |
 | consolidation.completed  | deep.consolidation.done   | every agent                                         |
 
 A memory's owner is the agent that committed it (the write-side index). Privacy: a recipient is
@@ -26,6 +27,7 @@ from events.catalogue import (
     MemoryCorrected, MemoryMarkedStale, MemoryQualityDropped, RecallServed,
 )
 from events.conflict_events import ConflictDetected, ConflictResolved
+from events.learning_events import GapDetected, GapFilled
 from events.consolidation_events import ConsolidationCompleted
 from events.envelope import Event
 
@@ -40,7 +42,7 @@ QUALITY_SUGGESTION = ("quality fell below 0.3 after at least 5 feedbacks: correc
                       "or deprecate it; unless feedback lifts it, forgetting evicts it after 7 days")
 
 _ROUTED = (RecallServed, MemoryCorrected, MemoryMarkedStale, ConflictDetected, ConflictResolved,
-           MemoryQualityDropped, ConsolidationCompleted)
+           MemoryQualityDropped, ConsolidationCompleted, GapDetected, GapFilled)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +131,15 @@ class PushRouter:
             return await self._owner_told(pos, "quality.drop", d.memory_id, d.namespace, data)
         if isinstance(d, (ConflictDetected, ConflictResolved)):
             return await self._conflict(pos, d)
+        if isinstance(d, GapDetected):
+            return [PushMessage(pos, d.agent, "gap.detected",
+                                {"gap_id": d.gap_id, "query": d.query, "gap_type": d.gap_type,
+                                 "suggestion": d.suggestion, "queries": list(d.queries)})]
+        if isinstance(d, GapFilled):
+            return [PushMessage(pos, d.agent, "gap.filled",
+                                {"gap_id": d.gap_id, "query": d.query, "filled_count": d.filled_count,
+                                 "repair": d.repair, "memory_ids": list(d.memory_ids), "detail": d.detail})
+                    ] if d.agent else []
         if isinstance(d, ConsolidationCompleted):
             report = dict(d.report or {})
             return [PushMessage(pos, EVERYONE, "deep.consolidation.done",

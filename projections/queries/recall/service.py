@@ -143,10 +143,14 @@ class RecallService:
         if not req.namespaces:
             return []
         source = await self._source()
-        text = self._lexical_query(req.query, req.namespaces)   # once per recall: the synonyms' check costs
+        extra = self._expansions(req.query, req.namespaces)     # once per recall: the synonyms' check costs
+        text = self._lexical_query(req.query, req.namespaces, extra)
         lexical = asyncio.ensure_future(self._lexical(source, req, req.namespaces, text))  # overlaps the embedding
         try:
-            vector = await self.queries.vector(req.query)
+            # synonyms reach the meaning too: a query naming something by another name ("where does k8s run")
+            # is embedded with the names its synonyms give it appended ("... kubernetes"; measured with the
+            # default model: cosine 0.19 -> 0.34 with the memory naming it so; in parentheses only 0.22)
+            vector = await self.queries.vector(" ".join([req.query, *extra]) if extra else req.query)
         except BaseException:
             lexical.cancel()
             raise
@@ -257,7 +261,8 @@ class RecallService:
         lexical = await lexical_task
         # BM25 is summed over the query's terms: the fusion reads it per term; memories in another
         # script than the query's cannot match a word of it, so their cosine alone may carry them
-        n_terms = len(terms(text)) if lexical else 1
+        # (a synonym's expansion is another name of a query term, not one more term to match)
+        n_terms = len(terms(query_text(req.query)) or terms(text)) if lexical else 1
         # the best dense rows are read once: for the script check and, most of them, as the head's rows
         blind, rows = await self._blind(source, req.query, dense) if lexical else (set(), {})
         fused = fuse(dense, lexical, params=self.fusion, query_terms=n_terms, blind=blind)
@@ -313,12 +318,16 @@ class RecallService:
             cands.sort(key=lambda c: (-c.score, c.row["id"]))
         return cands
 
-    def _lexical_query(self, query: str, namespaces: list[str]) -> str:
+    def _expansions(self, query: str, namespaces: list[str]) -> list[str]:
+        return list(self.synonyms.expansions(query, namespaces)) if self.synonyms is not None else []
+
+    def _lexical_query(self, query: str, namespaces: list[str], extra: list[str] | None = None) -> str:
         text = query_text(query)
-        if self.synonyms is None:
+        if extra is None:
+            extra = self._expansions(query, namespaces)
+        if not extra:
             return text
-        extra = [index_text(term) for term in self.synonyms.expansions(query, namespaces)]
-        return " ".join([text, *extra]).strip()
+        return " ".join([text, *(index_text(term) for term in extra)]).strip()
 
     async def _rerank(self, query: str, cands: list[Candidate]) -> list[Candidate]:
         head, tail = cands[: self.rerank_top], cands[self.rerank_top:]
