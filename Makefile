@@ -15,8 +15,9 @@ $(VENV)/.installed: $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install --quiet -e .
 	@touch $@
 
-$(VENV)/.installed-test: $(BIN)/python pyproject.toml
+$(VENV)/.installed-test: $(BIN)/python pyproject.toml clients/python/pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[test]"
+	$(BIN)/python -m pip install --quiet -e clients/python
 	@touch $(VENV)/.installed $@
 
 install: $(VENV)/.installed
@@ -26,7 +27,7 @@ install-test: $(VENV)/.installed-test
 up: install
 	$(BIN)/zhiyi up --data-dir $${ZHIYI_DATA_DIR:-./data} --host $${ZHIYI_HOST:-127.0.0.1} --port $${ZHIYI_PORT:-7821}
 
-## make test: type checks (mypy, strict on events/ and commands/), then the whole suite against a
+## make test: type checks (mypy, strict on events/, commands/ and the Python client), then the whole suite against a
 ## private redis-server the test session starts itself
 test: install-test
 	$(BIN)/python -m mypy

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from commands.error_codes import ErrorCode
+from commands.parsing import AGENT_ID_RE
 from gateway.http.appkeys import COMMANDS, REPLICA, REPLICA_OPS, SETTINGS
 from gateway.http.epoch_guard import KEYS_VERSION
 from gateway.http.errors import ApiError
@@ -80,3 +81,16 @@ def principal(request: web.Request) -> Principal:
 def require_admin(request: web.Request) -> None:
     if not principal(request).is_admin:
         raise ApiError(403, ErrorCode.ADMIN_REQUIRED, "this endpoint needs the admin API key")
+
+
+def own_or_admin(request: web.Request, may: str) -> tuple[str, str]:
+    """(the agent named in the path, "admin" or ""): the admin key, or that agent's own key; else 403
+    "only the admin key or the agent's own key may <may>"."""
+    agent_id = request.match_info["agent_id"]
+    if not AGENT_ID_RE.fullmatch(agent_id):
+        raise ApiError(400, ErrorCode.INVALID_REQUEST, "agent_id: has an invalid format", {"field": "agent_id"})
+    who = principal(request)
+    if not who.is_admin and who.agent_id != agent_id:
+        raise ApiError(403, ErrorCode.FORBIDDEN, f"only the admin key or the agent's own key may {may}",
+                       {"agent_id": agent_id})
+    return agent_id, "admin" if who.is_admin else ""

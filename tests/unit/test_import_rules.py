@@ -6,6 +6,8 @@
   (`projections/<model>/reader.py`, a naming rule, not a list).
 - `projections` imports `events` and itself; `replicas` imports `events`, `commands`, `projections`.
 - `gateway` imports everything; nothing imports `gateway`.
+- The Python client (`clients/python/zhiyi_client`) imports no package of ours (and no server package
+  imports it); tests/unit/test_sdk_imports.py also bounds its third-party imports.
 - Only the gateway's settings read the environment (`Environment.read`), and nothing writes it.
 """
 
@@ -60,6 +62,17 @@ def test_every_package_imports_only_what_the_design_allows():
                 top = module.split(".")[0]
                 if module == "<relative import>" or (top in OURS and top not in allowed):
                     bad.append(f"{_rel(path)} imports {module}")
+    assert not bad, "\n".join(bad)
+
+
+def test_the_python_client_and_the_server_import_nothing_of_each_other():
+    bad = []
+    for path in sorted((ROOT / "clients" / "python" / "zhiyi_client").rglob("*.py")):
+        bad += [f"{_rel(path)} imports {m}" for m in _modules(path)
+                if m.split(".")[0] in OURS and m != "<relative import>"]
+    for package in OURS:
+        for path in _sources(package):
+            bad += [f"{_rel(path)} imports {m}" for m in _modules(path) if m.split(".")[0] == "zhiyi_client"]
     assert not bad, "\n".join(bad)
 
 

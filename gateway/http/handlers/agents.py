@@ -5,11 +5,9 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from commands.error_codes import ErrorCode
-from commands.parsing import AGENT_ID_RE, parse_register
+from commands.parsing import parse_register
 from gateway.http.appkeys import COMMANDS, SETTINGS
-from gateway.http.auth import principal, require_admin
-from gateway.http.errors import ApiError
+from gateway.http.auth import own_or_admin, require_admin
 from gateway.http.requests import idempotency, json_body, json_response
 
 
@@ -30,21 +28,9 @@ async def register(request: web.Request) -> web.Response:
     }, status=201)
 
 
-def _own_or_admin(request: web.Request) -> tuple[str, str]:
-    """(the agent named in the path, "admin" or ""): the admin key, or that agent's own key."""
-    agent_id = request.match_info["agent_id"]
-    if not AGENT_ID_RE.fullmatch(agent_id):
-        raise ApiError(400, ErrorCode.INVALID_REQUEST, "agent_id: has an invalid format", {"field": "agent_id"})
-    who = principal(request)
-    if not who.is_admin and who.agent_id != agent_id:
-        raise ApiError(403, ErrorCode.FORBIDDEN, "only the admin key or the agent's own key may change its key",
-                       {"agent_id": agent_id})
-    return agent_id, "admin" if who.is_admin else ""
-
-
 async def rotate_key(request: web.Request) -> web.Response:
     """A new key for the agent (shown once); the old one is refused from now on."""
-    agent_id, by = _own_or_admin(request)
+    agent_id, by = own_or_admin(request, "change its key")
     _, raw = await json_body(request, required=False)
     reg = await request.app[COMMANDS].rotate_key(agent_id, idempotency(request, raw or b"{}", "rotate-key"), by=by)
     return json_response({"agent_id": reg.agent_id, "api_key": reg.api_key, "namespaces": reg.namespaces,
@@ -53,7 +39,7 @@ async def rotate_key(request: web.Request) -> web.Response:
 
 async def revoke(request: web.Request) -> web.Response:
     """Withdraw the agent's key: no key works for it until one is rotated in."""
-    agent_id, by = _own_or_admin(request)
+    agent_id, by = own_or_admin(request, "change its key")
     await json_body(request, required=False)
     position = await request.app[COMMANDS].revoke_key(agent_id, by=by)
     return json_response({"agent_id": agent_id, "revoked": True, "position": position})

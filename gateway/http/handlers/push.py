@@ -17,9 +17,8 @@ import structlog
 from aiohttp import WSMsgType, web
 
 from commands.error_codes import ErrorCode
-from commands.parsing import AGENT_ID_RE
 from gateway.http.appkeys import COMMANDS, PUSH
-from gateway.http.auth import principal
+from gateway.http.auth import own_or_admin
 from gateway.http.errors import ApiError
 from gateway.http.requests import after_param
 from gateway.push.connection import PushConnection
@@ -32,13 +31,7 @@ SEND_BUFFER = 64 * 1024
 
 
 async def push_socket(request: web.Request) -> web.StreamResponse:
-    agent_id = request.match_info["agent_id"]
-    if not AGENT_ID_RE.fullmatch(agent_id):
-        raise ApiError(400, ErrorCode.INVALID_REQUEST, "agent_id: has an invalid format", {"field": "agent_id"})
-    who = principal(request)
-    if not who.is_admin and who.agent_id != agent_id:
-        raise ApiError(403, ErrorCode.FORBIDDEN, "an agent key may only open its own agent's socket",
-                       {"agent_id": agent_id})
+    agent_id, _ = own_or_admin(request, "open its socket")
     if await request.app[COMMANDS].actor_for(agent_id) is None:
         raise ApiError(404, ErrorCode.UNKNOWN_AGENT, f"agent {agent_id} is not registered", {"agent_id": agent_id})
     after = after_param(request)
