@@ -404,7 +404,7 @@ from events.consolidation_events import (  # noqa: E402
 # The self-improvement events: V-values, skills (registered, and re-exported here).
 from events.learning_events import (  # noqa: E402
     GapDetected as GapDetected, GapFilled as GapFilled, SkillCrystallized as SkillCrystallized,
-    SkillTrialRecorded as SkillTrialRecorded, TraceRewarded as TraceRewarded,
+    SkillTrialRecorded as SkillTrialRecorded, TraceRewarded as TraceRewarded, WorldModelUpdated as WorldModelUpdated,
 )
 # The LAN replica events (registered, and re-exported here).
 from events.replica_events import ReplicaRegistered as ReplicaRegistered  # noqa: E402

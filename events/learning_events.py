@@ -98,3 +98,22 @@ class GapFilled:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "memory_ids", tuple(self.memory_ids))
+
+
+@event_type("worldmodel.updated")
+@dataclass(frozen=True, slots=True)
+class WorldModelUpdated:
+    """The L3 world model changed (seed 6.6), as `commands.learning.worldmodel` derived it when `reason`
+    (the event type that prompted it) arrived: `entities` and `interactions` from the knowledge graph,
+    `constraints` (`{text, hard, memory_id}`) from the live constraint memories. The whole model, so a
+    reader needs only the latest."""
+
+    entities: tuple[dict[str, Any], ...] = ()
+    interactions: tuple[dict[str, Any], ...] = ()
+    constraints: tuple[dict[str, Any], ...] = ()
+    reason: str = ""
+    at_ms: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("entities", "interactions", "constraints"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))

@@ -54,6 +54,20 @@ SCHEMAS: dict[str, Any] = {
         "detected": {"type": "integer"}, "closed": {"type": "integer"},
         "closure_rate": {"type": ["number", "null"], "description": "closed / detected (null: none detected)"},
         "position": {"type": ["string", "null"]}}},
+    "WorldModel": {"type": "object", "properties": {
+        "entities": {"type": "array", "items": {"type": "object", "properties": {
+            "id": {"type": "string"}, "name": {"type": "string"}, "kind": {"type": "string"},
+            "namespace": {"type": "string"}, "pagerank": {"type": "number"}, "mentions": {"type": "integer"}}}},
+        "interactions": {"type": "array", "items": {"type": "object", "properties": {
+            "source": {"type": "string"}, "target": {"type": "string"},
+            "relation": {"type": "string", "enum": ["RELATES_TO", "DEPENDS_ON"]}, "weight": {"type": "integer"},
+            "memory_id": {"type": "string"}}}},
+        "constraints": {"type": "array", "items": {"type": "object", "properties": {
+            "text": {"type": "string"}, "hard": {"type": "boolean"}, "memory_id": {"type": "string"},
+            "namespace": {"type": "string"}}}},
+        "reason": {"type": ["string", "null"], "description": "the event type that prompted the last update"},
+        "updated_at": {"type": ["string", "null"], "format": "date-time"},
+        "updated_position": {"type": ["string", "null"]}, "position": {"type": ["string", "null"]}}},
     "TrialRequest": closed({"success": {"type": "boolean"}, "agent_id": AGENT_ACT}, "success"),
     "TrialResponse": {"type": "object", "properties": {**_SKILL_PROPS, "position": POSITION,
                                                        "duplicate": {"type": "boolean"}}},
@@ -76,6 +90,11 @@ PATHS: dict[str, Any] = {
         "parameters": [query("status", {"type": "string", "enum": ["open", "closed", "all"]}),
                        query_int("limit", 1, 1000, 100), AFTER_QUERY, AGENT_QUERY, AFTER_HEADER],
         "responses": {"200": _json(_ref("GapsResponse")), **_errors("400", "401", "403", "404", "504")}}},
+    "/api/v1/l3/worldmodel": {"get": {
+        "summary": "The L3 world model (seed 6.6): entities and interactions from the knowledge graph, constraints "
+                   "from the constraint memories",
+        "parameters": [AFTER_QUERY, AGENT_QUERY, AFTER_HEADER],
+        "responses": {"200": _json(_ref("WorldModel")), **_errors("400", "401", "403", "404", "504")}}},
     "/api/v1/skills/{name}/trial": {"post": {
         "summary": "Record one trial of a skill: its Beta posterior, eta and status move (seed 6.5)",
         "parameters": [{"name": "name", "in": "path", "required": True,

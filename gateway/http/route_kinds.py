@@ -40,6 +40,7 @@ ROUTES: dict[tuple[str, str], str] = {
     ("GET", "/api/v1/ws/{agent_id}"): READ,
     ("GET", "/api/v1/skills"): READ,
     ("GET", "/api/v1/gaps"): READ,
+    ("GET", "/api/v1/l3/worldmodel"): READ,
     ("POST", "/api/v1/trace/vprop"): WRITE,
     ("POST", "/api/v1/skills/{name}/trial"): WRITE,
     ("POST", "/api/v1/agents/register"): WRITE,

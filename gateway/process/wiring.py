@@ -74,6 +74,7 @@ from gateway.push.connection import PushLimits
 from gateway.push.hub import PushHub
 from gateway.push.lookups import ReadModelLookups
 from commands.learning.gap_repair import GapRepairer
+from projections.graph.world import WorldReader
 from commands.learning.service import LearningCommands
 from projections.learning.reader import LearningReader, MemoryValues
 from projections.synonyms.reader import SynonymsReader
@@ -204,6 +205,11 @@ class Services(ModelServices):
     @cached_property
     def learning_commands(self) -> LearningCommands:
         return LearningCommands(self.store, self.activity, self.memories, self.learning, self.clock)
+
+    @cached_property
+    def world(self) -> WorldReader:
+        """The graph's part of the world model (its own connection: the reaction reads it in a thread)."""
+        return self._reader(WorldReader(self._dir("graph")), "world")
 
     @cached_property
     def gap_repairer(self) -> GapRepairer:

@@ -4,7 +4,8 @@
   (`memory_values`, one row per memory: the latest reward that reached it);
 - `skill.crystallized` / `skill.trial_recorded` (seed 6.5): one row per skill, its evidence counts
   (successes, failures: the Beta posterior is derived from them, `commands.learning.skills`);
-- `gap.detected` / `gap.filled` (seed 3.2.2): one row per knowledge gap, open until filled.
+- `gap.detected` / `gap.filled` (seed 3.2.2): one row per knowledge gap, open until filled;
+- `worldmodel.updated` (seed 6.6): the latest world model, whole.
 
 Rows, the change counter the gateway's `MemoryValues` follows and the checkpoint are written in one
 transaction. It ignores the recall audits (the activity projection records traced recalls).
@@ -19,7 +20,9 @@ from typing import Any
 
 import orjson
 
-from events.catalogue import GapDetected, GapFilled, SkillCrystallized, SkillTrialRecorded, TraceRewarded
+from events.catalogue import (
+    GapDetected, GapFilled, SkillCrystallized, SkillTrialRecorded, TraceRewarded, WorldModelUpdated,
+)
 from events.envelope import Event
 from projections.core.digest import Digester
 from projections.core.projector import RECALL_AUDIT
@@ -42,6 +45,8 @@ CREATE TABLE IF NOT EXISTS gaps (gap_id TEXT PRIMARY KEY, agent TEXT NOT NULL, q
     status TEXT NOT NULL, repair TEXT NOT NULL, filled_count INTEGER NOT NULL, memory_ids TEXT NOT NULL,
     closed_position TEXT NOT NULL, detail TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS idx_gaps_status ON gaps (status, position);
+CREATE TABLE IF NOT EXISTS worldmodel (id INTEGER PRIMARY KEY CHECK (id = 1), model TEXT NOT NULL,
+    reason TEXT NOT NULL, at_ms INTEGER NOT NULL, position TEXT NOT NULL);
 """
 
 
@@ -78,6 +83,11 @@ class LearningProjector(SqliteProjection):
                 conn.execute("UPDATE gaps SET status = 'closed', repair = ?, filled_count = ?, memory_ids = ?, "
                              "closed_position = ?, detail = ? WHERE gap_id = ? AND status = 'open'",
                              (d.repair, int(d.filled_count), _json(d.memory_ids), ev.position, d.detail, d.gap_id))
+            elif isinstance(d, WorldModelUpdated):
+                model = {"entities": d.entities, "interactions": d.interactions, "constraints": d.constraints}
+                conn.execute("INSERT INTO worldmodel VALUES (1, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
+                             "model = excluded.model, reason = excluded.reason, at_ms = excluded.at_ms, "
+                             "position = excluded.position", (_json(model), d.reason, int(d.at_ms), ev.position))
             elif isinstance(d, SkillTrialRecorded):
                 column = "successes" if d.success else "failures"
                 conn.execute(f"UPDATE skills SET {column} = {column} + 1, trials = trials + 1, "
@@ -97,13 +107,16 @@ class LearningProjector(SqliteProjection):
         d = Digester()
         with self._snapshot(f"SELECT {', '.join(VALUE_COLUMNS)} FROM memory_values ORDER BY memory_id",
                             f"SELECT {', '.join(SKILL_COLUMNS)} FROM skills ORDER BY name",
-                            f"SELECT {', '.join(GAP_COLUMNS)} FROM gaps ORDER BY gap_id") as (values, skills, gaps):
+                            f"SELECT {', '.join(GAP_COLUMNS)} FROM gaps ORDER BY gap_id",
+                            "SELECT model, reason, at_ms, position FROM worldmodel") as (values, skills, gaps, world):
             for row in values:
                 d.add({"t": "value", **dict(zip(VALUE_COLUMNS, row))})
             for row in skills:
                 d.add({"t": "skill", **dict(zip(SKILL_COLUMNS, row))})
             for row in gaps:
                 d.add({"t": "gap", **dict(zip(GAP_COLUMNS, row))})
+            for model, reason, at_ms, pos in world:
+                d.add({"t": "worldmodel", "model": model, "reason": reason, "at_ms": at_ms, "position": pos})
         return d.hexdigest()
 
 

@@ -84,6 +84,14 @@ class LearningReader(SqliteReader):
         rows = self.fetch(sql + (" WHERE agent = ?" if agent is not None else ""), (agent,) if agent else ())
         return (int(rows[0][0]), int(rows[0][1])) if rows else (0, 0)
 
+    def worldmodel(self) -> dict[str, Any] | None:
+        """The latest world model: {entities, interactions, constraints, reason, at_ms, position}, or None."""
+        rows = self.fetch("SELECT model, reason, at_ms, position FROM worldmodel WHERE id = 1")
+        if not rows:
+            return None
+        model, reason, at_ms, position = rows[0]
+        return {**orjson.loads(model), "reason": reason, "at_ms": int(at_ms), "position": position}
+
     def skill_of(self, memory_id: str) -> str | None:
         rows = self.fetch("SELECT name FROM skills WHERE memory_id = ?", (memory_id,))
         return rows[0][0] if rows else None

@@ -209,6 +209,18 @@ class MemoriesReader:
             out[row["id"]] = _shape(row)
         return out
 
+    async def aconstraints(self, limit: int = 200) -> list[dict[str, Any]]:
+        """Live `constraint` memories outside `-ephemeral` namespaces (the world model's C, seed 6.6),
+        newest first."""
+        table = await self._aopen()
+        if table is None:
+            return []
+        rows = await table.query().where("category = 'constraint' AND is_deleted = false AND status = 'active'") \
+            .select(["id", "content", "namespace", "tags", "tier", "timestamp"]).to_list()
+        rows = [r for r in rows if not str(r["namespace"]).endswith("-ephemeral")]
+        rows.sort(key=lambda r: (r["timestamp"] or "", r["id"]), reverse=True)
+        return rows[:limit]
+
     async def abootstrap(self, namespaces: list[str], limit: int) -> list[dict[str, Any]]:
         """Core facts for a cold-starting agent: tier=core first, then by importance, newest first."""
         ns = _checked(namespaces, limit)

@@ -382,7 +382,7 @@ ROUTES = {
     ("GET", "/api/v1/l3/worldmodel"): "worldmodel",
 }
 #: routes of the contract the server may not serve yet
-PENDING = {("GET", "/api/v1/l3/worldmodel")}
+PENDING: set[tuple[str, str]] = set()
 
 
 def test_every_endpoint_of_the_openapi_document_has_a_method_on_both_clients(server):
@@ -462,10 +462,17 @@ def test_gaps_answer_typed(server):
     assert gaps.closure_rate is None or 0.0 <= gaps.closure_rate <= 1.0
 
 
-@pytest.mark.skip(reason="GET /api/v1/l3/worldmodel is not served yet")
 def test_worldmodel_answers_typed(server):
-    world = server.agent("sdk-world").worldmodel()
+    agent = server.agent("sdk-world")
+    rule = agent.commit("Never deploy on Fridays", category="constraint", namespace="shared")
+
+    def updated():
+        world = agent.worldmodel()
+        return world if any(c.memory_id == rule.memory_id for c in world.constraints) else None
+
+    world = eventually_sync(updated, timeout_s=20, what="the constraint in the world model")
     assert all(isinstance(c.hard, bool) and c.text for c in world.constraints) and world.position
+    assert next(c for c in world.constraints if c.memory_id == rule.memory_id).hard is True
 
 
 # -------------------------------------------------------------------------------------- quickstart

@@ -1,5 +1,5 @@
 """The self-improvement endpoints: POST /api/v1/trace/vprop (seed 6.3), GET /api/v1/skills and
-POST /api/v1/skills/{name}/trial (seed 6.5), GET /api/v1/gaps (seed 3.2.2)."""
+POST /api/v1/skills/{name}/trial (seed 6.5), GET /api/v1/gaps (seed 3.2.2), GET /api/v1/l3/worldmodel (seed 6.6)."""
 
 from __future__ import annotations
 
@@ -103,6 +103,20 @@ async def gaps(request: web.Request) -> web.Response:
                           "position": await request.app[STORE].checkpoint("learning")})
 
 
+async def worldmodel(request: web.Request) -> web.Response:
+    """The L3 world model (seed 6.6): the latest `worldmodel.updated`, empty before the first."""
+    await acting_agent(request, {}, required=False)          # an `agent_id` given is checked all the same
+    reader = request.app[LEARNING]
+    await wait_for_projections(request, after_param(request), reader.reads)
+    model = await asyncio.to_thread(reader.worldmodel) or {}
+    return json_response({"entities": model.get("entities", []), "interactions": model.get("interactions", []),
+                          "constraints": model.get("constraints", []), "reason": model.get("reason"),
+                          "updated_at": iso_from_ms(model["at_ms"]) if model else None,
+                          "updated_position": model.get("position"),
+                          "position": await request.app[STORE].checkpoint("learning")})
+
+
 def routes() -> list[web.RouteDef]:
     return [web.post("/api/v1/trace/vprop", vprop), web.get("/api/v1/skills", skills),
-            web.post("/api/v1/skills/{name}/trial", trial), web.get("/api/v1/gaps", gaps)]
+            web.post("/api/v1/skills/{name}/trial", trial), web.get("/api/v1/gaps", gaps),
+            web.get("/api/v1/l3/worldmodel", worldmodel)]

@@ -10,6 +10,7 @@
 | memory.quality_dropped   | quality.drop              | the memory's owner                                  |
 | gap.detected, gap.filled | gap.detected, gap.filled  | the agent whose recalls missed                      |
 | consolidation.completed  | deep.consolidation.done   | every agent                                         |
+| worldmodel.updated       | worldmodel.updated        | every agent (counts; the model: GET /api/v1/l3/worldmodel) |
 
 A memory's owner is the agent that committed it (the write-side index). Privacy: a recipient is
 only told about a memory it may read (`Recipient.can_read`, the access rule: never another agent's
@@ -27,7 +28,7 @@ from events.catalogue import (
     MemoryCorrected, MemoryMarkedStale, MemoryQualityDropped, RecallServed,
 )
 from events.conflict_events import ConflictDetected, ConflictResolved
-from events.learning_events import GapDetected, GapFilled
+from events.learning_events import GapDetected, GapFilled, WorldModelUpdated
 from events.consolidation_events import ConsolidationCompleted
 from events.envelope import Event
 
@@ -42,7 +43,7 @@ QUALITY_SUGGESTION = ("quality fell below 0.3 after at least 5 feedbacks: correc
                       "or deprecate it; unless feedback lifts it, forgetting evicts it after 7 days")
 
 _ROUTED = (RecallServed, MemoryCorrected, MemoryMarkedStale, ConflictDetected, ConflictResolved,
-           MemoryQualityDropped, ConsolidationCompleted, GapDetected, GapFilled)
+           MemoryQualityDropped, ConsolidationCompleted, GapDetected, GapFilled, WorldModelUpdated)
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +141,11 @@ class PushRouter:
                                 {"gap_id": d.gap_id, "query": d.query, "filled_count": d.filled_count,
                                  "repair": d.repair, "memory_ids": list(d.memory_ids), "detail": d.detail})
                     ] if d.agent else []
+        if isinstance(d, WorldModelUpdated):
+            return [PushMessage(pos, EVERYONE, "worldmodel.updated",
+                                {"reason": d.reason, "entities": len(d.entities), "interactions": len(d.interactions),
+                                 "constraints": len(d.constraints),
+                                 "hard_constraints": sum(1 for c in d.constraints if c.get("hard"))})]
         if isinstance(d, ConsolidationCompleted):
             report = dict(d.report or {})
             return [PushMessage(pos, EVERYONE, "deep.consolidation.done",
