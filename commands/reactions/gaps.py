@@ -1,8 +1,9 @@
 """Knowledge-gap detection (seed 3.2.2, flow 3), a reaction to the recall audits.
 
 Per agent it holds candidate topics (`commands.learning.gaps.Topic`): a miss is embedded (the recall just
-embedded the same query: the query vectors' LRU answers) and joins the first topic whose first query
-has cosine >= 0.8, or starts one; a hit on a topic clears its misses (three misses "with no hit
+embedded the same query: the query vectors' LRU answers; a query this process did not embed lately is
+embedded within a budget of EMBED_BUDGET a second, beyond which the recall is not counted) and joins the
+first topic whose first query has cosine >= 0.8, or starts one; a hit on a topic clears its misses (three misses "with no hit
 between"). The third miss within 24 h opens a gap: it is classified at once (the recall service over
 the missed scope and the agent's default scope) and recorded as `gap.detected`. Misses on the topic of
 an open gap open no other; a later hit on it closes it (`gap.filled`, repair `answered`).
@@ -19,6 +20,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from commands.learning.gaps import (
     MISS_FLOOR, SUGGESTIONS, TOPIC_COSINE, Candidate, Topic, classify, is_miss,
 )
@@ -30,6 +33,7 @@ from projections.text.lexical import index_text, query_text, terms
 
 MAX_TOPICS = 256            # per agent
 SEARCH_TOP_K = 10
+EMBED_BUDGET = 10           # queries embedded per second of log time when their recall's vector is not held
 
 
 @dataclass
@@ -41,6 +45,9 @@ class GapWatchPolicy:
     reads: tuple[str, ...] = ()
     _topics: dict[str, list[Topic]] = field(default_factory=dict)
     _open: dict[str, list[tuple[str, Any, str]]] | None = None   # agent -> [(gap id, first query's vector, it)]
+    skipped: int = 0                                              # recalls over the embedding budget
+    _budget_second: int = -1
+    _budget_left: int = 0
 
     def wants(self, event: Event) -> bool:
         return isinstance(event.data, (RecallServed, GapFilled)) and event.agent not in ("", "admin")
@@ -59,13 +66,20 @@ class GapWatchPolicy:
         topics = self._topics.get(agent)
         if not miss and not topics and not self._open.get(agent):
             return []                                   # a hit with nothing pending: nothing to learn
-        vector = await self.recall.queries.vector(d.query)
+        vector = await self._vector(d.query, event.wall_ms)
+        if vector is None:
+            self.skipped += 1                           # over the embedding budget: this recall is not counted
+            return []
         if not miss:
             return self._hit(agent, vector, d)
         if any(float(first @ vector) >= TOPIC_COSINE for _, first, _ in self._open.get(agent, [])):
             return []                                   # its gap is open already: one gap per topic
         topics = self._topics.setdefault(agent, [])
-        topic = next((t for t in topics if t.matches(vector)), None)
+        topic = None
+        if topics:            # one product for all of the agent's topics (up to MAX_TOPICS)
+            sims = np.stack([t.vector for t in topics]) @ vector
+            best = int(np.argmax(sims))
+            topic = topics[best] if sims[best] >= TOPIC_COSINE else None
         if topic is None:
             topic = Topic(d.query, vector)
             topics.append(topic)
@@ -93,6 +107,21 @@ class GapWatchPolicy:
                                      ns=d.namespaces[0] if d.namespaces else SHARED_NAMESPACE,
                                      agent="system", by="reaction"))
         return out
+
+    async def _vector(self, query: str, at_ms: int) -> Any:
+        """The query's vector: the one its recall just embedded when this process served it (the query
+        vectors' LRU), else embedded within EMBED_BUDGET per second of log time (recalls served by another
+        gateway, a backlog of audits, a log replayed into the reactions), else None."""
+        held = self.recall.queries.cached(query)
+        if held is not None:
+            return held
+        second = at_ms // 1000
+        if second != self._budget_second:
+            self._budget_second, self._budget_left = second, EMBED_BUDGET
+        if self._budget_left <= 0:
+            return None
+        self._budget_left -= 1
+        return await self.recall.queries.vector(query)
 
     async def _open_gap(self, event: Event, topic: Topic) -> Event:
         queries = [m[1] for m in topic.misses]

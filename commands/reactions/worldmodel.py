@@ -1,7 +1,7 @@
 """The world model's updates (seed 6.6), a reaction to the events the seed names: distillation (an
 episode distilled, a memory a distiller wrote), configuration parsing (a memory from source
 `config_parse` / 配置解析) and a person's feedback on the constraints (a constraint committed,
-corrected, deprecated or deleted). It derives the model (`commands.learning.worldmodel`) and records
+corrected, deprecated or deleted; corrections and removals of other memories change nothing here). It derives the model (`commands.learning.worldmodel`) and records
 it as `worldmodel.updated` when it differs from the current one (pushed to every agent).
 
 Deriving the graph part reads the whole entity table: after a constraint change it is always derived
@@ -43,6 +43,8 @@ class WorldModelPolicy:
     async def decide(self, event: Event) -> list[Event]:
         current = await asyncio.to_thread(self.learning.worldmodel)
         constraint = await self._about_a_constraint(event, current)
+        if not constraint and isinstance(event.data, (MemoryCorrected, MemoryDeprecated, MemoryDeleted)):
+            return []                                   # feedback reaches the model through its constraints
         if not constraint and current is not None and event.wall_ms - int(current["at_ms"]) < THROTTLE_MS:
             return []
         entities = await asyncio.to_thread(self.world.entities)

@@ -7,13 +7,16 @@ offered to the new connection's queue, and the connection first sends, itself, t
 events in (`after`, `P`] read from the log (a catch-up), then starts its writer. Messages are ordered
 by position, and the writer skips any it has already sent.
 
-Several gateways: each hub tails the log itself, so an agent may connect to any of them.
+Several gateways: each hub tails the log itself, so an agent may connect to any of them. A hub with no
+socket (for IDLE_AFTER_S) reads nothing; the next socket to attach anchors it at the log's end (a
+resuming one then reads what it missed from the log, as always).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from typing import Any
 
 import structlog
@@ -27,6 +30,7 @@ from projections.queries.push.router import EVERYONE, PushMessage, PushRouter
 log = structlog.get_logger(__name__)
 
 TAIL_BATCH = 500
+IDLE_AFTER_S = 30.0
 
 
 class PushHub:
@@ -40,8 +44,15 @@ class PushHub:
         self._lock = asyncio.Lock()
         self._by_agent: dict[str, set[PushConnection]] = {}
         self._started = asyncio.Event()
+        self._tailing = False          # reading the log (sockets are open, or were IDLE_AFTER_S ago)
+        self._wake = asyncio.Event()
+        self._last_socket = float("-inf")
 
     # ------------------------------------------------------------------ connections
+
+    @property
+    def tailing(self) -> bool:
+        return self._tailing
 
     def connections(self, agent_id: str | None = None) -> int:
         if agent_id is not None:
@@ -56,6 +67,10 @@ class PushHub:
         not given: live from now on) are sent before any live one. Returns once the writer runs."""
         await self._started.wait()
         async with self._lock:
+            if not self._tailing:          # idle (no socket for a while): live delivery starts at the log's end
+                self.position = await self.store.last_position() or positions.ZERO
+                self._tailing = True
+                self._wake.set()
             self._by_agent.setdefault(conn.agent_id, set()).add(conn)
             upto = self.position
         start = after if after else upto
@@ -72,6 +87,7 @@ class PushHub:
             conns.discard(conn)
             if not conns:
                 del self._by_agent[conn.agent_id]
+        self._last_socket = time.monotonic()
         await conn.close()
 
     async def _catch_up(self, conn: PushConnection, after: str, upto: str) -> None:
@@ -84,11 +100,14 @@ class PushHub:
     # ------------------------------------------------------------------ the tail
 
     async def run(self, stopping: asyncio.Event) -> None:
-        """Tail the log from its end at start until `stopping` is set."""
-        self.position = await self._anchor(stopping)
+        """Until `stopping` is set: tail the log while sockets are open (and IDLE_AFTER_S after the last
+        closes); idle, read nothing (a gateway nobody listens to pays nothing for the hub)."""
         self._started.set()
         delay = 0.0
         while not stopping.is_set():
+            if not self._tailing:
+                await self._idle(stopping)
+                continue
             try:
                 events = await self._tail_or_stop(stopping)
                 delay = 0.0
@@ -100,11 +119,26 @@ class PushHub:
             except LogResetError as exc:
                 log.error("push.log_reset", error=str(exc))
                 await self.close_all(1012, "log reset")
-                await _sleep_or_stop(stopping, 1.0)
-                self.position = await self._anchor(stopping)
+                async with self._lock:
+                    self._tailing = False       # the next socket anchors at the new log's end
                 continue
             if events:
                 await self._dispatch_batch(events)
+            async with self._lock:
+                if not self._by_agent and time.monotonic() - self._last_socket > IDLE_AFTER_S:
+                    self._tailing = False
+
+    async def _idle(self, stopping: asyncio.Event) -> None:
+        self._wake.clear()
+        if self._tailing:
+            return
+        wake = asyncio.ensure_future(self._wake.wait())
+        stop = asyncio.ensure_future(stopping.wait())
+        try:
+            await asyncio.wait({wake, stop}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            wake.cancel()
+            stop.cancel()
 
     async def _tail_or_stop(self, stopping: asyncio.Event) -> list:
         """The next events (XREAD BLOCK), or none as soon as `stopping` is set (a shutdown does not wait
@@ -122,14 +156,6 @@ class PushHub:
                 await tail
             return []
         return tail.result()
-
-    async def _anchor(self, stopping: asyncio.Event) -> str:
-        while not stopping.is_set():
-            try:
-                return await self.store.last_position() or positions.ZERO
-            except TRANSIENT_ERRORS:
-                await _sleep_or_stop(stopping, 0.5)
-        return positions.ZERO
 
     async def _dispatch_batch(self, events: list) -> None:
         async with self._lock:

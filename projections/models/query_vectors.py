@@ -33,6 +33,10 @@ class QueryVectors:
     def model_id(self) -> str:
         return str(getattr(self.embedder, "model_id", "unknown"))
 
+    def cached(self, query: str) -> np.ndarray | None:
+        """The query's vector when it is held (a recall embedded it lately), else None; embeds nothing."""
+        return self._lru.get(query)
+
     async def vector(self, query: str) -> np.ndarray:
         hit = self._lru.get(query)
         if hit is not None:

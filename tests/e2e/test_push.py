@@ -22,6 +22,14 @@ from tests.e2e.test_conflicts import PORT_A, PORT_B
 from tests.e2e.test_feedback import _commit, _feedback, _voters
 
 
+BROADCAST = ("worldmodel.updated", "deep.consolidation.done")     # every agent hears these
+
+
+def _addressed(messages: list[dict]) -> list[dict]:
+    """The messages addressed to this agent (what every agent hears left out)."""
+    return [m for m in messages if m["type"] not in BROADCAST]
+
+
 async def _correct(api: Api, key: str, memory_id: str, content: str, reason: str = "moved") -> str:
     status, body = await api.call("POST", "/api/v1/feedback/correct", key,
                                   json={"memory_id": memory_id, "content": content, "reason": reason})
@@ -33,7 +41,9 @@ async def test_registration_names_the_socket_and_only_its_agent_may_open_it(api)
     status, reg = await api.call("POST", "/api/v1/agents/register", json={"agent_id": "alice"})
     assert status == 201 and reg["ws_endpoint"] == "/api/v1/ws/alice"
     alice, bob = reg["api_key"], await api.register("bob")
+    assert not api.client.app[PUSH].tailing              # no socket yet: the hub reads nothing
     listener = await listen(api.client, "alice", alice)
+    assert api.client.app[PUSH].tailing
     assert listener.connected["data"]["resumed"] is False
     await listener.close()
     listener = await listen(api.client, "alice", alice, in_query=True)      # ?api_key= (browsers)
@@ -82,8 +92,8 @@ async def test_a_correction_reaches_the_owner_and_the_dependants_owners_only(api
     assert stale["data"]["change"] == "stale" and stale["data"]["caused_by"] == cfg
     assert stale["data"]["new_version"] == 2 and "moved to TLS" in stale["data"]["reason"]
     await api.settle()
-    assert await ears["carol"].quiet(0.5) == []                        # not hers: she hears nothing
-    assert await ears["alice"].quiet(0.2) == []                        # bob's memory went stale, not alice's
+    assert _addressed(await ears["carol"].quiet(0.5)) == []            # not hers: she hears nothing
+    assert _addressed(await ears["alice"].quiet(0.2)) == []            # bob's memory went stale, not alice's
     for listener in ears.values():
         await listener.close()
 
@@ -98,7 +108,7 @@ async def test_an_agent_never_hears_of_another_agents_ephemeral_memories(api):
         status, body = await api.call("POST", "/api/v1/feedback/not-useful", key, json={"memory_id": secret})
         assert status == 404, body                   # invisible to them, as to bob
     await api.settle()
-    assert await ear.quiet(0.5) == []
+    assert _addressed(await ear.quiet(0.5)) == []
     await ear.close()
 
 
@@ -124,7 +134,7 @@ async def test_conflicts_reach_the_owners_of_both_memories(api):
         assert got["data"]["resolution"] == {"strategy": "latest_wins", "winner": second["memory_id"],
                                              "loser": first, "rule": ""}
     await api.settle()
-    assert [m["type"] for m in await ears["carol"].quiet(0.3)] == []
+    assert _addressed(await ears["carol"].quiet(0.3)) == []    # (bob's config_parse commit updates the world model)
     for listener in ears.values():
         await listener.close()
 
@@ -137,7 +147,8 @@ async def test_a_quality_drop_reaches_the_owner(api):
         await _feedback(api, key, mid, "not-useful")
     await _feedback(api, alice, mid, "useful")
     got = await ear.next("quality.drop")
-    assert got["data"]["memory_id"] == mid and got["data"]["score"] < 0.3 and got["data"]["feedback"] == 6
+    # raised by the vote that made it low: the fifth not-useful one, or with alice's useful one too
+    assert got["data"]["memory_id"] == mid and got["data"]["score"] < 0.3 and got["data"]["feedback"] in (5, 6)
     assert "correct" in got["data"]["suggestion"]
     await ear.close()
 
