@@ -56,6 +56,7 @@ from gateway.process.triggers import build_triggers
 from gateway.process.queries import Queries, build_queries
 from gateway.process.settings import Settings
 from gateway.process.gateway_steps import open_gateway
+from gateway.process.learning_services import LearningServices
 from gateway.process.model_services import ModelServices, make_embedding_model
 from gateway.process.shutdown import close_bounded, close_quietly
 from projections.activity.reader import ActivityReader, RecallCounts
@@ -69,14 +70,6 @@ from projections.models.cached_embedder import CachedEmbedder
 from projections.queries.recall.service import RecallService
 from projections.serving.followers import ProjectionFollower
 from projections.serving.prefetch import PrefetchPartners
-from projections.queries.push.router import PushRouter
-from gateway.push.connection import PushLimits
-from gateway.push.hub import PushHub
-from gateway.push.lookups import ReadModelLookups
-from commands.learning.gap_repair import GapRepairer
-from projections.graph.world import WorldReader
-from commands.learning.service import LearningCommands
-from projections.learning.reader import LearningReader, MemoryValues
 from projections.synonyms.reader import SynonymsReader
 from projections.conflicts.reader import ConflictsReader
 from projections.consolidation.reader import ConsolidationReader, DecayRates
@@ -86,7 +79,7 @@ from replicas.runtime import ReplicaRuntime
 
 
 @dataclass(eq=False)
-class Services(ModelServices):
+class Services(ModelServices, LearningServices):
     """The services of one process, each built on first use (see the module doc); enter
     `open_services` rather than building one."""
 
@@ -194,28 +187,6 @@ class Services(ModelServices):
         return DecayRates(self.consolidation_reader)
 
     @cached_property
-    def learning(self) -> LearningReader:
-        return self._reader(LearningReader(self._dir("learning")), "learning")
-
-    @cached_property
-    def memory_values(self) -> MemoryValues:
-        """The V-values, followed in memory (the gateway's recall ranking)."""
-        return self._follower(MemoryValues(self.learning), "memory_values")
-
-    @cached_property
-    def learning_commands(self) -> LearningCommands:
-        return LearningCommands(self.store, self.activity, self.memories, self.learning, self.clock)
-
-    @cached_property
-    def world(self) -> WorldReader:
-        """The graph's part of the world model (its own connection: the reaction reads it in a thread)."""
-        return self._reader(WorldReader(self._dir("graph")), "world")
-
-    @cached_property
-    def gap_repairer(self) -> GapRepairer:
-        return GapRepairer(self.recall, self.store, self.learning, self.waiter)
-
-    @cached_property
     def episodes(self) -> EpisodesReader:
         return self._reader(EpisodesReader(self._dir("episodes")), "episodes")
 
@@ -254,14 +225,6 @@ class Services(ModelServices):
                                values=self.memory_values if self.gateway else self.learning)
         self._closes(recall.close, "serving_index")
         return recall
-
-    @cached_property
-    def push_hub(self) -> PushHub:
-        """The WebSocket hub (seed 2.7): tails the log and pushes to this gateway's sockets."""
-        limits = PushLimits(queue_messages=self.settings.push_queue_messages,
-                            queue_bytes=self.settings.push_queue_bytes)
-        return PushHub(self.store, PushRouter(ReadModelLookups(self.store, self.graph, self.memories,
-                                                                   self.waiter)), limits)
 
     @cached_property
     def recall_cache(self) -> RecallCache:
