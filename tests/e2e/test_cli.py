@@ -114,9 +114,9 @@ async def test_triggers_and_consolidate_commands(api, redis_url, tmp_path):
     await api.settle()
     rc, out = await _cli("triggers", *common, "--json")
     triggers = {t["name"]: t for t in orjson.loads(out)["triggers"]}
-    assert rc == 0 and len(triggers) == 8 and triggers["gap"]["disabled"]
+    assert rc == 0 and len(triggers) == 8 and triggers["backtrace"]["disabled"] and not triggers["gap"]["disabled"]
     rc, out = await _cli("triggers", *common)
-    assert rc == 0 and "consolidation" in out and "disabled: needs knowledge gaps" in out, out
+    assert rc == 0 and "consolidation" in out and "disabled: needs an LLM" in out, out
     rc, out = await _cli("consolidate", *common, "--json")
     run = orjson.loads(out)
     assert rc == 0 and run["trigger"] == "manual" and run["report"]["memories"] == 1

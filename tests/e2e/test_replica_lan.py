@@ -139,7 +139,7 @@ def test_read_your_writes_and_a_forwarded_write_lands_once(lan: Lan) -> None:
     status, recall = request(lan.port_b, "POST", "/api/v1/recall", key,
                              {"query": "coffee machine floor", "after": first[1]["position"], "cache": False})
     assert status == 200 and [r["memory_id"] for r in recall["results"]].count(first[1]["memory_id"]) == 1
-    status, stats = request(lan.port_a, "GET", "/api/v1/stats", key)
+    status, stats = request(lan.port_a, "GET", f"/api/v1/stats?after={first[1]['position']}", key)   # its own write
     assert stats["memories"]["by_namespace"]["ann-main"] == 2
     # the replica's recall audit reached the primary under the replica's origin; digests agree
     eventually_sync(lambda: _equal_digests(lan), timeout_s=30, interval_s=0.5, what="equal digests")

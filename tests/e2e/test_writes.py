@@ -12,7 +12,7 @@ async def test_register_returns_a_key_that_works_at_once(api):
                                   json={"agent_id": "hermes-a06", "agent_type": "hermes", "namespace": "hermes-main"})
     assert status == 201
     assert body["namespaces"] == ["hermes-main", "hermes-a06-ephemeral", "shared"]
-    assert "ws_endpoint" not in body and body["position"]   # no socket yet: nothing to advertise
+    assert body["ws_endpoint"] == "/api/v1/ws/hermes-a06" and body["position"]   # its push socket
     status, commit = await api.commit(body["api_key"], "ComfyUI 端口: 8188")
     assert status == 201 and commit["namespace"] == "hermes-main" and commit["version"] == 1
 
