@@ -123,7 +123,13 @@ class PushHub:
                     self._tailing = False       # the next socket anchors at the new log's end
                 continue
             if events:
-                await self._dispatch_batch(events)
+                try:
+                    await self._dispatch_batch(events)
+                except Exception as exc:  # noqa: BLE001 - a read model failing: the same batch again, later
+                    delay = min(max(delay * 2, 0.05), RETRY_BACKOFF_MAX_S)
+                    log.warning("push.route_failed", error=f"{type(exc).__name__}: {exc}", retry_in_s=delay)
+                    await _sleep_or_stop(stopping, delay)
+                    continue
             async with self._lock:
                 if not self._by_agent and time.monotonic() - self._last_socket > IDLE_AFTER_S:
                     self._tailing = False
