@@ -23,6 +23,8 @@ from events.errors import IdempotencyConflict
 from events.redis.store import Idempotency
 from events.vocabulary import SHARED_NAMESPACE
 
+CATCH_UP_S = 5.0
+
 
 @dataclass(frozen=True, slots=True)
 class Rewarded:
@@ -57,6 +59,7 @@ class LearningCommands:
     memories: Any       # projections.memories.reader.MemoriesReader: useful counts
     learning: Any       # projections.learning.reader.LearningReader: skills
     clock: Clock
+    waiter: Any         # projections.core.waiter.CheckpointWaiter: trials folded before the next is answered
 
     async def reward_trace(self, actor: Actor | None, trace_id: str, reward: float,
                            idem: IdempotencyRequest | None = None) -> Rewarded:
@@ -96,6 +99,10 @@ class LearningCommands:
         idempotency = self._idempotency(actor, idem)
         if idempotency is not None and (done := await self._replayed(idempotency)) is not None:
             return TrialRecorded(orjson.loads(done.result), done.position, True)
+        # the trials before this one must be folded (the answer is the posterior after this one)
+        last = await self.store.last_position()
+        if last:
+            await self.waiter.wait(["learning"], last, CATCH_UP_S)
         row = await asyncio.to_thread(self.learning.skill, name)
         if row is None or (actor is not None and not actor.can_read(row["namespace"])):
             raise NotFound(f"no skill named {name}", {"name": name})

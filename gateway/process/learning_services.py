@@ -56,7 +56,7 @@ class LearningServices:
 
     @cached_property
     def learning_commands(self) -> LearningCommands:
-        return LearningCommands(self.store, self.activity, self.memories, self.learning, self.clock)
+        return LearningCommands(self.store, self.activity, self.memories, self.learning, self.clock, self.waiter)
 
     @cached_property
     def world(self) -> WorldReader:
