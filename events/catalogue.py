@@ -401,7 +401,7 @@ from events.consolidation_events import (  # noqa: E402
     ConsolidationStepEnabled as ConsolidationStepEnabled, NoticeRaised as NoticeRaised, TriggerFailed as TriggerFailed,
     TriggerFired as TriggerFired, TriggerPaused as TriggerPaused, TriggerResumed as TriggerResumed,
 )
-# The self-improvement events: V-values, skills (registered, and re-exported here).
+# The self-improvement events: V-values, skills, gaps, the world model (registered, and re-exported here).
 from events.learning_events import (  # noqa: E402
     GapDetected as GapDetected, GapFilled as GapFilled, SkillCrystallized as SkillCrystallized,
     SkillTrialRecorded as SkillTrialRecorded, TraceRewarded as TraceRewarded, WorldModelUpdated as WorldModelUpdated,
