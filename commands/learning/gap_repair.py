@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from commands.learning.gaps import MISS_FLOOR
+from commands.learning.gaps import MISS_FLOOR, default_scope
 from events import positions
 from events.catalogue import GapFilled, SynonymAdded, new_event
 from events.vocabulary import SHARED_NAMESPACE
@@ -56,8 +56,7 @@ class GapRepairer:
         return {"attempted": len(filled) + len(failed), "filled": filled, "not_filled": failed}, {"through": last}
 
     async def _retry(self, gap: dict[str, Any]) -> bool:
-        idx = await self.store.agent_index(gap["agent"])
-        scope = [idx.main_namespace, idx.ephemeral_namespace, SHARED_NAMESPACE] if idx else [SHARED_NAMESPACE]
+        scope = await default_scope(self.store, gap["agent"])
         hits = []
         for query in gap["queries"]:
             found = await self.recall.recall(RecallRequest(query, scope, top_k=20, diversity=0.0))

@@ -29,6 +29,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from commands.access import Actor, resolve_scope
+
 MISS_FLOOR = 0.32
 TOPIC_COSINE = 0.8
 MISSES_TO_OPEN = 3
@@ -96,3 +98,11 @@ def classify(query_terms: frozenset[str], searched: Sequence[Candidate], default
     if best.similarity >= B_CLOSE and not (best.terms & query_terms):
         return "B", evidence
     return "D", evidence
+
+
+async def default_scope(store: Any, agent: str) -> list[str]:
+    """The namespaces `agent`'s recalls search by default (`commands.access.resolve_scope`): its own and
+    `shared` (`shared` alone for an agent the write-side index does not know)."""
+    idx = await store.agent_index(agent)
+    actor = Actor(idx.agent_id, idx.main_namespace, idx.ephemeral_namespace) if idx is not None else None
+    return resolve_scope(actor, None, ())

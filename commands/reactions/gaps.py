@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from commands.learning.gaps import (
-    MISS_FLOOR, SUGGESTIONS, TOPIC_COSINE, Candidate, Topic, classify, is_miss,
+    MISS_FLOOR, SUGGESTIONS, TOPIC_COSINE, Candidate, Topic, classify, default_scope, is_miss,
 )
 from events.catalogue import GapDetected, GapFilled, RecallServed, new_event
 from events.envelope import Event
@@ -138,8 +138,7 @@ class GapWatchPolicy:
 
     async def _classify(self, agent: str, queries: list[str], namespaces: list[tuple[str, ...]],
                         min_scores: list[float | None]) -> tuple[str, dict[str, Any]]:
-        idx = await self.store.agent_index(agent)
-        default = [idx.main_namespace, idx.ephemeral_namespace, SHARED_NAMESPACE] if idx else [SHARED_NAMESPACE]
+        default = await default_scope(self.store, agent)
         searched: list[Candidate] = []
         default_hits: list[Candidate] = []
         missed = {ns for scope in namespaces for ns in scope}
