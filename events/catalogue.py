@@ -358,33 +358,6 @@ class SynonymAdded:
         object.__setattr__(self, "synonyms", tuple(self.synonyms))
 
 
-@event_type("eval.golden_set_created")
-@dataclass(frozen=True, slots=True)
-class GoldenSetCreated:
-    golden_set_id: str
-    queries: tuple[dict[str, Any], ...]    # {query, expected_ids, tag, difficulty, agent_id}
-    generator: str = "rules"
-    seed: int = 0
-    namespace: str = ""
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "queries", tuple(self.queries))
-
-
-@event_type("eval.completed")
-@dataclass(frozen=True, slots=True)
-class EvalCompleted:
-    metrics: dict[str, Any]        # recall_at_5, precision_at_5, mean_reciprocal_rank, by tag, by agent
-    queries: int
-    top_k: int = 5
-    golden_set_id: str = ""
-    namespace: str = ""
-    details: tuple[dict[str, Any], ...] = ()  # per-query details, only when small
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "details", tuple(self.details))
-
-
 # The episode events live in their own module; importing it registers them (and re-exports them here).
 from events.episode_events import (  # noqa: E402
     EpisodeCommitted as EpisodeCommitted, EpisodeDistillationStarted as EpisodeDistillationStarted,
@@ -410,3 +383,5 @@ from events.learning_events import (  # noqa: E402
 from events.replica_events import ReplicaRegistered as ReplicaRegistered  # noqa: E402
 # An agent's key rotated or revoked (registered, and re-exported here).
 from events.agent_key_events import AgentKeyRevoked as AgentKeyRevoked, AgentKeyRotated as AgentKeyRotated  # noqa: E402
+# The evaluation events: golden sets and their runs (registered, and re-exported here).
+from events.eval_events import EvalCompleted as EvalCompleted, GoldenSetCreated as GoldenSetCreated  # noqa: E402
