@@ -1,7 +1,8 @@
 """Paired A/B of two gateway configurations on a noisy machine: one private Redis, one data dir,
 one `zhiyi project` process, and two `zhiyi serve` gateways that differ only in their environment
-(JSON objects A and B). After N memories are committed, c=16 throughput windows alternate
-A B B A A B ... so slow drifts of the machine hit both alike; compare the per-window figures.
+(JSON objects A and B; both run with ZHIYI_RATE_LIMITS=off, each with its own ZHIYI_INSTANCE_ID). After
+N memories are committed, c=16 throughput windows alternate A B B A A B ... so slow drifts of the
+machine hit both alike; compare the per-window figures.
 
     OPENBLAS_NUM_THREADS=1 .venv/bin/python tests/bench/ab_gateways.py --n 30000 \
         --a '{}' --b '{"ZHIYI_SOME_SWITCH": "1"}' [--rounds 4] [--window 8]
@@ -35,7 +36,7 @@ from recall import ADMIN, bench_key, latency, query, throughput  # noqa: E402
 def start(command: str, redis_url: str, data_dir: Path, env_extra: dict, port: int | None = None,
           root: Path = ROOT) -> subprocess.Popen:
     env = dict(os.environ, REDIS_URL=redis_url, API_KEY=ADMIN, OPENBLAS_NUM_THREADS="1", ZHIYI_LOG_LEVEL="warning",
-               ZHIYI_NO_REACTIONS="1", **env_extra)
+               ZHIYI_NO_REACTIONS="1", ZHIYI_RATE_LIMITS="off", **env_extra)
     argv = [sys.executable, "-m", "gateway.cli.main", command, "--data-dir", str(data_dir)]
     if port:
         argv += ["--port", str(port)]
@@ -49,7 +50,9 @@ async def main(args) -> None:
         data = keep / "data" if keep else Path(tmp) / "data"
         procs = [start("project", url, data, {})]
         ports = {"A": free_port(), "B": free_port()}
-        procs += [start("serve", url, data, json.loads(env), ports[k], Path(root).resolve())
+        # two live gateways on one data dir: each its own instance id (the data dir's is claimed by one)
+        procs += [start("serve", url, data, {"ZHIYI_INSTANCE_ID": f"ab-gateway-{k.lower()}", **json.loads(env)},
+                        ports[k], Path(root).resolve())
                   for k, env, root in (("A", args.a, args.root_a), ("B", args.b, args.root_b))]
         try:
             for port in ports.values():
@@ -64,8 +67,10 @@ async def main(args) -> None:
                 for r_ in range(args.rounds):
                     for k in ("A", "B") if r_ % 2 == 0 else ("B", "A"):
                         await throughput(s, base[k], h, many[r_ * 2000:], False, f"{k} window {r_}", 16, args.window)
-                for k in ("A", "B"):
-                    await latency(s, base[k], h, [query(rng, 3 * 10 ** 5 + i) for i in range(150)], False, f"{k}")
+                for r_ in range(args.latency_rounds):   # c=1 in turns too: A B, B A, ...
+                    for k in ("A", "B") if r_ % 2 == 0 else ("B", "A"):
+                        await latency(s, base[k], h, [query(rng, 3 * 10 ** 5 + r_ * 1000 + i) for i in range(150)],
+                                      False, f"{k} c=1 round {r_}")
         finally:
             for p in procs:
                 p.send_signal(signal.SIGTERM)
@@ -82,6 +87,7 @@ if __name__ == "__main__":
     p.add_argument("--root-b", default=str(ROOT), help="checkout gateway B runs from")
     p.add_argument("--rounds", type=int, default=4)
     p.add_argument("--window", type=float, default=8.0, help="seconds per throughput window")
+    p.add_argument("--latency-rounds", type=int, default=1, help="c=1 rounds of 150 distinct queries each, in turns")
     p.add_argument("--settle", type=float, default=25.0)
     p.add_argument("--keep", help="directory for the Redis and the data dir, kept: the first run ingests "
                                   "--n memories there, later runs reuse them (and the recall counts they left)")
