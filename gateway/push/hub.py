@@ -103,7 +103,7 @@ class PushHub:
         """Until `stopping` is set: tail the log while sockets are open (and IDLE_AFTER_S after the last
         closes); idle, read nothing (a gateway nobody listens to pays nothing for the hub)."""
         self._started.set()
-        delay = 0.0
+        delay = route_delay = 0.0      # apart: a read of the log succeeds while its batch fails to route
         while not stopping.is_set():
             if not self._tailing:
                 await self._idle(stopping)
@@ -125,10 +125,11 @@ class PushHub:
             if events:
                 try:
                     await self._dispatch_batch(events)
+                    route_delay = 0.0
                 except Exception as exc:  # noqa: BLE001 - a read model failing: the same batch again, later
-                    delay = min(max(delay * 2, 0.05), RETRY_BACKOFF_MAX_S)
-                    log.warning("push.route_failed", error=f"{type(exc).__name__}: {exc}", retry_in_s=delay)
-                    await _sleep_or_stop(stopping, delay)
+                    route_delay = min(max(route_delay * 2, 0.05), RETRY_BACKOFF_MAX_S)
+                    log.warning("push.route_failed", error=f"{type(exc).__name__}: {exc}", retry_in_s=route_delay)
+                    await _sleep_or_stop(stopping, route_delay)
                     continue
             async with self._lock:
                 if not self._by_agent and time.monotonic() - self._last_socket > IDLE_AFTER_S:
